@@ -1,0 +1,6 @@
+"""``python -m harness`` runs the same CLI as the ``harness`` console script."""
+
+from harness.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Canonical bytes and domain-separated BLAKE3 digests: the one home of every digest domain.
+
+Every digest in the project is ``blake3:<hex>`` over ``<domain tag> NUL <canonical bytes>``.
+Canonical bytes are msgspec JSON with object keys and Struct fields sorted, no insignificant
+whitespace, and non-finite numbers refused (msgspec would silently write ``null`` for NaN).
+
+This module is a pure leaf: it imports nothing of the project, performs no I/O, reads no clock.
+It does not decide what is hashed; callers choose the domain for the kind of thing they hash.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Any, Final
+
+import blake3
+import msgspec
+
+__all__ = [
+    "DIGEST_PREFIX",
+    "Domain",
+    "NonCanonicalError",
+    "canonical_bytes",
+    "digest",
+    "digest_bytes",
+    "ensure_finite",
+    "is_digest",
+]
+
+DIGEST_PREFIX: Final = "blake3:"
+_DIGEST_LEN: Final = len(DIGEST_PREFIX) + 64
+
+
+class Domain(StrEnum):
+    """Domain tags. Wire strings are stable: never rename or reuse one; add a new version."""
+
+    # ECT core
+    DESCRIPTOR = "ect.descriptor.v1"
+    REQUIREMENTS = "ect.requirements.v1"
+    RECEIPT = "ect.receipt.v1"
+    LEDGER = "ect.ledger.v1"
+    CERTIFICATE = "ect.certificate.v1"
+    VALUE = "ect.value.v1"
+    TOOL_ARGS = "ect.tool-args.v1"
+    TOOL_RESPONSE = "ect.tool-response.v1"
+    DECISION = "ect.decision.v1"
+    # Benchmark
+    WORLD = "bench.world.v1"
+    TASK = "bench.task.v1"
+    ORACLE = "bench.oracle.v1"
+    SNAPSHOT = "bench.snapshot.v1"
+    MANIFEST = "bench.manifest.v1"
+    # Store
+    STORE_RECORD = "store.record.v1"
+    STORE_HEAD = "store.head.v1"
+    STORE_MANIFEST = "store.manifest.v1"
+    JOURNAL_ENTRY = "store.journal.v1"
+    BLOB = "store.blob.v1"
+    # Studies, providers, sandbox, lock
+    SCHEDULE = "study.schedule.v1"
+    SCHEDULE_ROW = "study.schedule-row.v1"
+    LOCK = "study.lock.v1"
+    SOURCE_TREE = "study.source-tree.v1"
+    CONFIG = "study.config.v1"
+    PROVIDER_REQUEST = "provider.request.v1"
+    PROVIDER_RESPONSE = "provider.response.v1"
+    SANDBOX_PROFILE = "sandbox.profile.v1"
+    STREAM = "sim.stream.v1"
+
+
+class NonCanonicalError(ValueError):
+    """A value cannot be encoded canonically (non-finite number or unsupported type)."""
+
+
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+def ensure_finite(obj: Any, path: str = "$") -> None:
+    """Raise NonCanonicalError naming the JSON path of the first NaN or infinity in ``obj``.
+
+    Walks builtins and msgspec Structs; other leaves are left to the encoder to judge.
+    """
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise NonCanonicalError(f"non-finite number {obj!r} at `{path}`")
+    elif isinstance(obj, (str, int, bool)) or obj is None:
+        return
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            ensure_finite(value, f"{path}.{key}")
+    elif isinstance(obj, (list, tuple)):
+        for index, value in enumerate(obj):
+            ensure_finite(value, f"{path}[{index}]")
+    elif isinstance(obj, msgspec.Struct):
+        for name in obj.__struct_fields__:
+            ensure_finite(getattr(obj, name), f"{path}.{name}")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Encode ``obj`` as canonical JSON bytes.
+
+    Raises:
+        NonCanonicalError: when ``obj`` holds NaN or infinity, or a type msgspec cannot encode.
+    """
+    ensure_finite(obj)
+    try:
+        return _ENCODER.encode(obj)
+    except (TypeError, msgspec.EncodeError) as e:
+        raise NonCanonicalError(f"cannot encode canonically: {e}") from e
+
+
+def digest_bytes(domain: Domain, data: bytes) -> str:
+    """Return ``blake3:<hex>`` of ``data`` under ``domain`` (bytes hashed as given)."""
+    hasher = blake3.blake3(domain.value.encode("ascii"))
+    hasher.update(b"\x00")
+    hasher.update(data)
+    return DIGEST_PREFIX + hasher.hexdigest()
+
+
+def digest(domain: Domain, obj: Any) -> str:
+    """Return the digest of ``obj``'s canonical bytes under ``domain``."""
+    return digest_bytes(domain, canonical_bytes(obj))
+
+
+def is_digest(text: object) -> bool:
+    """Return True when ``text`` is a well-formed ``blake3:<64 lowercase hex>`` string."""
+    if not isinstance(text, str) or len(text) != _DIGEST_LEN or not text.startswith(DIGEST_PREFIX):
+        return False
+    return all(c in "0123456789abcdef" for c in text[len(DIGEST_PREFIX) :])

@@ -1,0 +1,104 @@
+"""The ``harness`` command line. Thin: it reads files, calls the library, prints, and exits.
+
+Every expected failure is a ``HarnessError`` caught once in ``_Main.invoke`` and printed as one
+line on stderr with its exit code; no traceback reaches the user for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import click
+import msgspec
+
+from harness import ect
+from harness.canonical import canonical_bytes
+from harness.errors import HarnessError, InputError
+from harness.log import configure
+
+__all__ = ["main"]
+
+EXIT_COMPLETE: Final = 0
+EXIT_CONTINUE: Final = 1
+EXIT_UNUSABLE: Final = 2
+
+_SCHEMAS: Final[dict[str, Any]] = {
+    "certificate": ect.Certificate,
+    "receipt": ect.Receipt,
+    "ledger": ect.Ledger,
+    "requirements": ect.Requirements,
+    "descriptor": ect.TaskDescriptor,
+}
+
+
+class _Main(click.Group):
+    """Maps HarnessError to one stderr line and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as e:
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(e.exit_code)
+
+
+@click.group(cls=_Main)
+@click.option("--log-json", is_flag=True, help="Log JSON lines to stderr instead of console text.")
+@click.version_option(package_name="ect-harness")
+def main(log_json: bool) -> None:
+    """Evidence-Carrying Termination: verify certificates, run and audit the studies."""
+    configure(json_lines=log_json)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read {what} file {str(path)!r}: {e.strerror}") from e
+    if len(data) > ect.MAX_INPUT_BYTES:
+        # Oversized input is judged by the verifier (ADAPTER_INPUT_TOO_LARGE), not parsed here.
+        return data
+    try:
+        json.loads(data)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"{what} file {str(path)!r} is not JSON: {e}") from e
+    return data
+
+
+@main.command("verify")
+@click.option("--descriptor", type=click.Path(path_type=Path), required=True)
+@click.option("--requirements", type=click.Path(path_type=Path), required=True)
+@click.option("--ledger", type=click.Path(path_type=Path), required=True)
+@click.option(
+    "--certificate",
+    type=click.Path(path_type=Path),
+    required=False,
+    help="Omit when the agent offered no certificate (the decision is then continue).",
+)
+def verify_cmd(
+    descriptor: Path, requirements: Path, ledger: Path, certificate: Path | None
+) -> None:
+    """Verify a certificate; print the decision as JSON.
+
+    Exit 0 for complete, 1 for continue, 2 for unusable input.
+    """
+    decision = ect.verify_json(
+        _read(descriptor, "descriptor"),
+        _read(requirements, "requirements"),
+        _read(ledger, "ledger"),
+        None if certificate is None else _read(certificate, "certificate"),
+    )
+    sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(decision)) + b"\n")
+    sys.stdout.flush()
+    sys.exit(EXIT_COMPLETE if decision else EXIT_CONTINUE)
+
+
+@main.command("schema")
+@click.argument("kind", type=click.Choice(sorted(_SCHEMAS)))
+def schema_cmd(kind: str) -> None:
+    """Print the JSON Schema of a verifier input, so other agent loops can produce them."""
+    schema = msgspec.json.schema(_SCHEMAS[kind])
+    click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())

@@ -1,0 +1,99 @@
+"""Decode the four verifier inputs from bytes, failing closed.
+
+Malformed, oversized, wrongly typed, extra-field or duplicate-key input never raises here: it
+becomes a ``continue`` decision with an ADAPTER_* reason code naming the input and the JSON path.
+Duplicate object keys are refused (msgspec alone would keep the last one silently).
+This module reads no files; the CLI does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from harness.ect.model import (
+    Certificate,
+    Decision,
+    Finding,
+    Ledger,
+    Requirements,
+    TaskDescriptor,
+    Verdict,
+)
+from harness.ect.reasons import ReasonCode as R
+from harness.ect.verifier import Check, verify
+
+__all__ = ["MAX_INPUT_BYTES", "BoundaryError", "decode", "verify_json"]
+
+MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+class BoundaryError(ValueError):
+    """An input cannot be decoded; ``code`` is the ADAPTER_* reason."""
+
+    def __init__(self, code: R, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def decode(data: bytes, kind: type[T], code: R) -> T:
+    """Decode ``data`` as ``kind`` or raise BoundaryError(``code``) with a one-line message."""
+    if len(data) > MAX_INPUT_BYTES:
+        raise BoundaryError(R.ADAPTER_INPUT_TOO_LARGE, f"input exceeds {MAX_INPUT_BYTES} bytes")
+    try:
+        # A strict structural pass first: duplicate keys and NaN/Infinity literals are refused.
+        json.loads(data, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+        return msgspec.json.decode(data, type=kind)
+    except (ValueError, RecursionError, msgspec.DecodeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise BoundaryError(code, first) from e
+
+
+def verify_json(
+    descriptor: bytes,
+    requirements: bytes,
+    ledger: bytes,
+    certificate: bytes | None,
+    *,
+    disabled: Collection[Check] = (),
+) -> Decision:
+    """Decode the four inputs and verify; undecodable input yields ``continue``. Never raises."""
+    findings: list[Finding] = []
+    decoded: list[Any] = []
+    for data, kind, code, where in (
+        (descriptor, TaskDescriptor, R.ADAPTER_DESCRIPTOR_MALFORMED, "descriptor"),
+        (requirements, Requirements, R.ADAPTER_REQUIREMENTS_MALFORMED, "requirements"),
+        (ledger, Ledger, R.ADAPTER_LEDGER_MALFORMED, "ledger"),
+        (certificate, Certificate, R.ADAPTER_CERTIFICATE_MALFORMED, "certificate"),
+    ):
+        if data is None:
+            decoded.append(None)
+            continue
+        try:
+            decoded.append(decode(data, kind, code))
+        except BoundaryError as e:
+            findings.append(Finding(code=e.code, path=where, got=str(e)))
+        except Exception as e:  # noqa: BLE001 - the boundary fails closed, whatever happened.
+            findings.append(Finding(code=R.INTERNAL_ERROR, path=where, got=type(e).__name__))
+    if findings:
+        codes = tuple(sorted({f.code for f in findings}, key=list(R).index))
+        return Decision(decision=Verdict.CONTINUE, reason_codes=codes, findings=tuple(findings))
+    return verify(*decoded, disabled=disabled)

@@ -1,0 +1,502 @@
+"""The closed transform language: operations as data, and their deterministic replay.
+
+A transform is a tagged msgspec Struct (``{"op": "sum"}``, ``{"op": "top_k", "key": "entity",
+"k": 3, "order": "desc"}``); an unknown op or parameter fails at decode with a JSON path. Nothing
+here evaluates code. Replay maps cited evidence items to a value or raises ``ReplayError`` with a
+reason code. Ops keyed by scope (``key``) read the receipt's structured scope, never a value the
+agent wrote, so citation order cannot change a result.
+
+Null rules: numeric ops refuse null inputs (REPLAY_NULL_INPUT); ``identity`` and ``collect`` pass
+nulls through; ``all_null`` abstains (returns null) only when every cited value is null. Whether a
+null *result* is acceptable is the slot's nullability, judged by the verifier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, NamedTuple
+
+import msgspec
+
+from harness.ect.reasons import ReasonCode
+
+__all__ = [
+    "AllNull",
+    "ArgMax",
+    "ArgMin",
+    "Collect",
+    "Count",
+    "Difference",
+    "GroupedSumTopK",
+    "Identity",
+    "Item",
+    "Max",
+    "Mean",
+    "Min",
+    "OPS",
+    "Ratio",
+    "ReplayError",
+    "Sort",
+    "Sum",
+    "TopK",
+    "Transform",
+    "Union",
+    "WindowSumDifference",
+    "replay",
+    "values_match",
+]
+
+Key = Literal["entity", "attribute", "level", "date"]
+Order = Literal["asc", "desc"]
+_Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+_Names = Annotated[tuple[_Name, ...], msgspec.Meta(min_length=1, max_length=4096)]
+
+
+class Item(NamedTuple):
+    """One cited receipt as replay sees it: its value and its structured scope."""
+
+    value: Any
+    entity: str
+    attribute: str
+    level: str
+    date: str | None
+
+
+class ReplayError(Exception):
+    """Replay cannot produce a value; ``code`` says why (a REPLAY_* reason code)."""
+
+    def __init__(self, code: ReasonCode, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class _Op(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag_field="op",
+):
+    """Base of every op; subclasses set the wire tag."""
+
+
+class Identity(_Op, tag="identity", kw_only=True):
+    """The single cited value, unchanged."""
+
+
+class Collect(_Op, tag="collect", kw_only=True):
+    """An object mapping each item's scope[key] to its value."""
+
+    key: Key
+
+
+class Sum(_Op, tag="sum", kw_only=True):
+    """Sum of the cited numbers."""
+
+
+class Mean(_Op, tag="mean", kw_only=True):
+    """Arithmetic mean of the cited numbers."""
+
+
+class Count(_Op, tag="count", kw_only=True):
+    """Number of cited values that are not null."""
+
+
+class Min(_Op, tag="min", kw_only=True):
+    """Smallest cited number."""
+
+
+class Max(_Op, tag="max", kw_only=True):
+    """Largest cited number."""
+
+
+class Difference(_Op, tag="difference", kw_only=True):
+    """value(scope[key] == minuend) - value(scope[key] == subtrahend)."""
+
+    key: Key
+    minuend: _Name
+    subtrahend: _Name
+
+    def __post_init__(self) -> None:
+        if self.minuend == self.subtrahend:
+            raise ValueError("minuend and subtrahend must differ")
+
+
+class Ratio(_Op, tag="ratio", kw_only=True):
+    """value(scope[key] == numerator) / value(scope[key] == denominator)."""
+
+    key: Key
+    numerator: _Name
+    denominator: _Name
+
+    def __post_init__(self) -> None:
+        if self.numerator == self.denominator:
+            raise ValueError("numerator and denominator must differ")
+
+
+class ArgMax(_Op, tag="argmax", kw_only=True):
+    """scope[key] of the largest value; ties go to the smallest key."""
+
+    key: Key
+
+
+class ArgMin(_Op, tag="argmin", kw_only=True):
+    """scope[key] of the smallest value; ties go to the smallest key."""
+
+    key: Key
+
+
+class Sort(_Op, tag="sort", kw_only=True):
+    """All scope[key] ordered by value (``order``), ties by key ascending."""
+
+    key: Key
+    order: Order
+
+
+class Union(_Op, tag="union", kw_only=True):
+    """Sorted set union of cited strings or lists of strings."""
+
+
+class TopK(_Op, tag="top_k", kw_only=True):
+    """The first ``k`` keys of ``sort``."""
+
+    key: Key
+    k: Annotated[int, msgspec.Meta(ge=1, le=4096)]
+    order: Order
+
+
+class GroupedSumTopK(_Op, tag="grouped_sum_top_k", kw_only=True):
+    """Sum values per group of entities, then the first ``k`` group names by sum.
+
+    ``groups`` maps a group name to its member entities; every cited item must belong to exactly
+    one group. Ties go to the smallest group name.
+    """
+
+    groups: Annotated[dict[_Name, _Names], msgspec.Meta(min_length=1, max_length=4096)]
+    k: Annotated[int, msgspec.Meta(ge=1, le=4096)]
+    order: Order
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for members in self.groups.values():
+            for member in members:
+                if member in seen:
+                    raise ValueError(f"entity {member!r} is in more than one group")
+                seen.add(member)
+
+
+class AllNull(_Op, tag="all_null", kw_only=True):
+    """Abstention: null iff every cited value is null."""
+
+
+class WindowSumDifference(_Op, tag="window_sum_difference", kw_only=True):
+    """Sum over dates in ``window_a`` minus sum over dates in ``window_b``; each date once."""
+
+    window_a: _Names
+    window_b: _Names
+
+    def __post_init__(self) -> None:
+        if len(set(self.window_a)) != len(self.window_a) or len(set(self.window_b)) != len(
+            self.window_b
+        ):
+            raise ValueError("a window lists a date twice")
+        if set(self.window_a) & set(self.window_b):
+            raise ValueError("window_a and window_b overlap")
+
+
+Transform = (
+    Identity
+    | Collect
+    | Sum
+    | Mean
+    | Count
+    | Min
+    | Max
+    | Difference
+    | Ratio
+    | ArgMax
+    | ArgMin
+    | Sort
+    | Union
+    | TopK
+    | GroupedSumTopK
+    | AllNull
+    | WindowSumDifference
+)
+
+OPS: tuple[str, ...] = (
+    "identity",
+    "collect",
+    "sum",
+    "mean",
+    "count",
+    "min",
+    "max",
+    "difference",
+    "ratio",
+    "argmax",
+    "argmin",
+    "sort",
+    "union",
+    "top_k",
+    "grouped_sum_top_k",
+    "all_null",
+    "window_sum_difference",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay
+
+
+def _is_number(value: object) -> bool:
+    # bool is an int subclass, but True is not a measurement.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _numbers(items: Sequence[Item]) -> list[int | float]:
+    if not items:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to aggregate")
+    out: list[int | float] = []
+    for item in items:
+        if item.value is None:
+            raise ReplayError(ReasonCode.REPLAY_NULL_INPUT, f"null value for {item.entity}")
+        if not _is_number(item.value):
+            raise ReplayError(
+                ReasonCode.REPLAY_TYPE_ERROR,
+                f"expected number, got {type(item.value).__name__}",
+            )
+        out.append(item.value)
+    return out
+
+
+def _key_of(item: Item, key: Key) -> str:
+    value = getattr(item, key)
+    if value is None:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"evidence has no {key} to key on")
+    assert isinstance(value, str)
+    return value
+
+
+def _keyed(items: Sequence[Item], key: Key) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        name = _key_of(item, key)
+        if name in out:
+            raise ReplayError(ReasonCode.REPLAY_ARITY, f"two cited values share {key} {name!r}")
+        out[name] = item.value
+    return out
+
+
+def _keyed_numbers(items: Sequence[Item], key: Key) -> dict[str, int | float]:
+    keyed = _keyed(items, key)
+    numbers = _numbers(items)
+    return dict(zip(keyed.keys(), numbers, strict=True))
+
+
+def _pick(keyed: dict[str, Any], wanted: Sequence[str], key: Key) -> list[Any]:
+    if set(keyed) != set(wanted):
+        raise ReplayError(
+            ReasonCode.REPLAY_ARITY,
+            f"expected evidence for {key} {sorted(wanted)}, got {sorted(keyed)}",
+        )
+    return [keyed[name] for name in wanted]
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ReplayError(ReasonCode.REPLAY_UNDEFINED, "result is not finite")
+    return value
+
+
+def _ranked(scores: dict[str, int | float], order: Order) -> list[str]:
+    # Ties go to the smallest name in both orders, so the ranking is total and stable.
+    if order == "desc":
+        return sorted(scores, key=lambda name: (-scores[name], name))
+    return sorted(scores, key=lambda name: (scores[name], name))
+
+
+def _replay_identity(_op: Identity, items: Sequence[Item]) -> Any:
+    if len(items) != 1:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"identity needs 1 value, got {len(items)}")
+    return items[0].value
+
+
+def _replay_collect(op: Collect, items: Sequence[Item]) -> Any:
+    return _keyed(items, op.key)
+
+
+def _replay_sum(_op: Sum, items: Sequence[Item]) -> Any:
+    return _finite_sum(_numbers(items))
+
+
+def _finite_sum(numbers: list[int | float]) -> int | float:
+    if all(isinstance(n, int) for n in numbers):
+        return sum(numbers)
+    return _finite(math.fsum(numbers))
+
+
+def _replay_mean(_op: Mean, items: Sequence[Item]) -> Any:
+    numbers = _numbers(items)
+    return _finite(math.fsum(numbers) / len(numbers))
+
+
+def _replay_count(_op: Count, items: Sequence[Item]) -> Any:
+    return sum(1 for item in items if item.value is not None)
+
+
+def _replay_min(_op: Min, items: Sequence[Item]) -> Any:
+    return min(_numbers(items))
+
+
+def _replay_max(_op: Max, items: Sequence[Item]) -> Any:
+    return max(_numbers(items))
+
+
+def _replay_difference(op: Difference, items: Sequence[Item]) -> Any:
+    a, b = _pick(_keyed_numbers(items, op.key), (op.minuend, op.subtrahend), op.key)
+    return _finite(a - b)
+
+
+def _replay_ratio(op: Ratio, items: Sequence[Item]) -> Any:
+    a, b = _pick(_keyed_numbers(items, op.key), (op.numerator, op.denominator), op.key)
+    if b == 0:
+        raise ReplayError(ReasonCode.REPLAY_UNDEFINED, "denominator is zero")
+    return _finite(a / b)
+
+
+def _replay_argmax(op: ArgMax, items: Sequence[Item]) -> Any:
+    return _ranked(_keyed_numbers(items, op.key), "desc")[0]
+
+
+def _replay_argmin(op: ArgMin, items: Sequence[Item]) -> Any:
+    return _ranked(_keyed_numbers(items, op.key), "asc")[0]
+
+
+def _replay_sort(op: Sort, items: Sequence[Item]) -> Any:
+    return _ranked(_keyed_numbers(items, op.key), op.order)
+
+
+def _replay_union(_op: Union, items: Sequence[Item]) -> Any:
+    if not items:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to unite")
+    out: set[str] = set()
+    for item in items:
+        members = item.value if isinstance(item.value, list) else [item.value]
+        for member in members:
+            if member is None:
+                raise ReplayError(ReasonCode.REPLAY_NULL_INPUT, "null member in union")
+            if not isinstance(member, str):
+                raise ReplayError(ReasonCode.REPLAY_TYPE_ERROR, "union members must be strings")
+            out.add(member)
+    return sorted(out)
+
+
+def _replay_top_k(op: TopK, items: Sequence[Item]) -> Any:
+    ranked = _ranked(_keyed_numbers(items, op.key), op.order)
+    if op.k > len(ranked):
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"top_k needs {op.k} values, got {len(ranked)}")
+    return ranked[: op.k]
+
+
+def _replay_grouped_sum_top_k(op: GroupedSumTopK, items: Sequence[Item]) -> Any:
+    keyed = _keyed_numbers(items, "entity")
+    group_of = {member: group for group, members in op.groups.items() for member in members}
+    totals: dict[str, list[int | float]] = {group: [] for group in op.groups}
+    for entity, value in keyed.items():
+        if entity not in group_of:
+            raise ReplayError(ReasonCode.REPLAY_ARITY, f"entity {entity!r} is in no group")
+        totals[group_of[entity]].append(value)
+    missing = sorted(e for e in group_of if e not in keyed)
+    if missing:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"no evidence for group members {missing}")
+    sums = {group: _finite_sum(values) for group, values in totals.items() if values}
+    if op.k > len(sums):
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"top_k needs {op.k} groups, got {len(sums)}")
+    return _ranked(sums, op.order)[: op.k]
+
+
+def _replay_all_null(_op: AllNull, items: Sequence[Item]) -> Any:
+    if not items:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, "abstention needs cited evidence")
+    if any(item.value is not None for item in items):
+        raise ReplayError(ReasonCode.REPLAY_NOT_ALL_NULL, "a cited value is not null")
+    return None
+
+
+def _replay_window_sum_difference(op: WindowSumDifference, items: Sequence[Item]) -> Any:
+    keyed = _keyed_numbers(items, "date")
+    window_a = _pick_window(keyed, op.window_a)
+    window_b = _pick_window(keyed, op.window_b)
+    extra = sorted(set(keyed) - set(op.window_a) - set(op.window_b))
+    if extra:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"evidence outside both windows: {extra}")
+    return _finite(_finite_sum(window_a) - _finite_sum(window_b))
+
+
+def _pick_window(keyed: dict[str, int | float], window: Sequence[str]) -> list[int | float]:
+    missing = [date for date in window if date not in keyed]
+    if missing:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"no evidence for window dates {missing}")
+    return [keyed[date] for date in window]
+
+
+_REPLAY: dict[type[Any], Callable[[Any, Sequence[Item]], Any]] = {
+    Identity: _replay_identity,
+    Collect: _replay_collect,
+    Sum: _replay_sum,
+    Mean: _replay_mean,
+    Count: _replay_count,
+    Min: _replay_min,
+    Max: _replay_max,
+    Difference: _replay_difference,
+    Ratio: _replay_ratio,
+    ArgMax: _replay_argmax,
+    ArgMin: _replay_argmin,
+    Sort: _replay_sort,
+    Union: _replay_union,
+    TopK: _replay_top_k,
+    GroupedSumTopK: _replay_grouped_sum_top_k,
+    AllNull: _replay_all_null,
+    WindowSumDifference: _replay_window_sum_difference,
+}
+
+
+def replay(op: Transform, items: Sequence[Item]) -> Any:
+    """Compute ``op`` over ``items``.
+
+    Raises:
+        ReplayError: when the op cannot be applied to these items (arity, type, null, undefined).
+    """
+    return _REPLAY[type(op)](op, items)
+
+
+def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) -> bool:
+    """Return True when ``claimed`` equals ``replayed`` within tolerance, recursively.
+
+    Numbers match when ``|claimed - replayed| <= max(abs_tol, rel_tol * |replayed|)``; strings,
+    booleans and null match exactly; lists match element-wise in order; objects key-wise.
+    """
+    if replayed is None or isinstance(replayed, (bool, str)):
+        return type(claimed) is type(replayed) and claimed == replayed
+    if _is_number(replayed):
+        if not _is_number(claimed) or not math.isfinite(claimed):
+            return False
+        return bool(abs(claimed - replayed) <= max(abs_tol, rel_tol * abs(replayed)))
+    if isinstance(replayed, (list, tuple)):
+        return (
+            isinstance(claimed, (list, tuple))
+            and len(claimed) == len(replayed)
+            and all(
+                values_match(c, r, abs_tol, rel_tol) for c, r in zip(claimed, replayed, strict=True)
+            )
+        )
+    if isinstance(replayed, dict):
+        return (
+            isinstance(claimed, dict)
+            and claimed.keys() == replayed.keys()
+            and all(values_match(claimed[k], replayed[k], abs_tol, rel_tol) for k in replayed)
+        )
+    return False

@@ -1,0 +1,383 @@
+"""The ECT verifier: paper Algorithm 1, reporting every failing check, failing closed.
+
+``verify`` maps a trusted descriptor and contract, a ledger and an untrusted certificate to a
+``Decision``. It never raises: any exception becomes ``continue`` with INTERNAL_ERROR. Unlike the
+paper's pseudo-code, which returns at the first failing line, it runs every check whose inputs
+exist and reports them all, so a fault that trips several families shows all of them.
+
+Checks can be disabled one at a time (``Check``) for the single-check ablations; the default runs
+all. Reading files and decoding bytes is the caller's job (see ``boundary``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from enum import StrEnum
+from typing import Any, Final
+
+import msgspec
+
+from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
+from harness.ect.model import (
+    Certificate,
+    Claim,
+    ClaimResult,
+    Decision,
+    Finding,
+    Ledger,
+    Receipt,
+    Requirements,
+    SlotRequirement,
+    TaskDescriptor,
+    Verdict,
+    value_hash,
+)
+from harness.ect.reasons import ReasonCode as R
+from harness.ect.transforms import Item, ReplayError, replay, values_match
+
+__all__ = ["ALL_CHECKS", "Check", "check_of", "verify"]
+
+
+class Check(StrEnum):
+    """Switchable checks. EVIDENCE splits into reference (the cited receipt exists, is this
+    task's and is intact) and outcome (it succeeded and was validated), as the ablations do."""
+
+    ADAPTER = "adapter"
+    BINDING = "binding"
+    COVERAGE = "coverage"
+    REFERENCE = "reference"
+    OUTCOME = "outcome"
+    SCOPE = "scope"
+    TRANSFORM = "transform"
+    REPLAY = "replay"
+
+
+ALL_CHECKS: Final = frozenset(Check)
+
+_EVIDENCE_CHECK: Final = {
+    R.EVIDENCE_EMPTY: Check.REFERENCE,
+    R.EVIDENCE_DUPLICATE_CITATION: Check.REFERENCE,
+    R.EVIDENCE_RECEIPT_ABSENT: Check.REFERENCE,
+    R.EVIDENCE_FOREIGN_TASK: Check.REFERENCE,
+    R.EVIDENCE_VALUE_HASH_MISMATCH: Check.REFERENCE,
+    R.EVIDENCE_UNSUCCESSFUL: Check.OUTCOME,
+    R.EVIDENCE_UNVALIDATED: Check.OUTCOME,
+}
+
+
+def check_of(code: R) -> Check | None:
+    """The switchable check that emits ``code`` (None for INTERNAL_ERROR)."""
+    if code in _EVIDENCE_CHECK:
+        return _EVIDENCE_CHECK[code]
+    family = code.family.value
+    return None if family == "INTERNAL" else Check(family.lower())
+
+
+class _Report:
+    """Accumulates findings, dropping those of disabled checks."""
+
+    def __init__(self, enabled: frozenset[Check]) -> None:
+        self.enabled = enabled
+        self.findings: list[Finding] = []
+
+    def add(self, code: R, path: str, expected: object = None, got: object = None) -> None:
+        if check_of(code) in self.enabled:
+            self.findings.append(
+                Finding(
+                    code=code,
+                    path=path,
+                    expected=None if expected is None else str(expected),
+                    got=None if got is None else str(got),
+                )
+            )
+
+
+def verify(
+    descriptor: TaskDescriptor,
+    requirements: Requirements,
+    ledger: Ledger,
+    certificate: Certificate | None,
+    *,
+    disabled: Collection[Check] = (),
+) -> Decision:
+    """Decide whether ``certificate`` licenses ``complete`` under the trusted contract.
+
+    Args:
+        descriptor: the trusted task descriptor.
+        requirements: the trusted contract R_t for that task.
+        ledger: the evidence ledger E_t built by the trusted adapter.
+        certificate: the candidate certificate C_t, or None when the agent offered none.
+        disabled: checks to switch off (ablations only).
+
+    Returns:
+        ``complete`` iff every enabled check passes; otherwise ``continue`` with every failing
+        reason code. Never raises.
+    """
+    try:
+        enabled = ALL_CHECKS - frozenset(disabled)
+        report = _Report(enabled)
+        claims = _verify(descriptor, requirements, ledger, certificate, report)
+        return _decision(report.findings, claims)
+    except Exception as e:  # noqa: BLE001 - fail closed is the contract.
+        return Decision(
+            decision=Verdict.CONTINUE,
+            reason_codes=(R.INTERNAL_ERROR,),
+            findings=(Finding(code=R.INTERNAL_ERROR, path="$", got=type(e).__name__),),
+        )
+
+
+def _decision(findings: list[Finding], claims: list[ClaimResult]) -> Decision:
+    codes = tuple(sorted({f.code for f in findings}, key=_CODE_ORDER.__getitem__))
+    return Decision(
+        decision=Verdict.CONTINUE if codes else Verdict.COMPLETE,
+        reason_codes=codes,
+        findings=tuple(findings),
+        claims=tuple(claims),
+    )
+
+
+_CODE_ORDER: Final = {code: index for index, code in enumerate(R)}
+
+
+def _verify(
+    descriptor: TaskDescriptor,
+    requirements: Requirements,
+    ledger: Ledger,
+    certificate: Certificate | None,
+    report: _Report,
+) -> list[ClaimResult]:
+    # Algorithm 1, lines 1-2: the trusted inputs agree, and the certificate copies the
+    # descriptor digest.
+    trusted_digest = digest(Domain.DESCRIPTOR, descriptor)
+    _check_contract(descriptor, requirements, trusted_digest, report)
+    if certificate is None:
+        report.add(R.ADAPTER_CERTIFICATE_MISSING, "$")
+        # Without a certificate nothing else can be checked; this must never pass, even with
+        # the adapter check ablated.
+        report.findings.append(Finding(code=R.COVERAGE_NO_CLAIMS, path="$.claims"))
+        return []
+    if certificate.descriptor_digest != trusted_digest:
+        report.add(
+            R.ADAPTER_DESCRIPTOR_DIGEST_MISMATCH,
+            "$.descriptor_digest",
+            trusted_digest,
+            certificate.descriptor_digest,
+        )
+
+    # Lines 4-5: task and ledger binding.
+    receipt_digests = [digest_bytes(Domain.RECEIPT, canonical_bytes(r)) for r in ledger.receipts]
+    trusted_ledger = digest(Domain.LEDGER, sorted(receipt_digests))
+    if certificate.task_id != descriptor.task_id:
+        report.add(R.BINDING_TASK_ID_MISMATCH, "$.task_id", descriptor.task_id, certificate.task_id)
+    if ledger.task_id != descriptor.task_id:
+        report.add(R.BINDING_LEDGER_TASK_MISMATCH, "ledger.task_id", descriptor.task_id)
+    if certificate.ledger_digest != trusted_ledger:
+        report.add(
+            R.BINDING_LEDGER_DIGEST_MISMATCH,
+            "$.ledger_digest",
+            trusted_ledger,
+            certificate.ledger_digest,
+        )
+
+    # Lines 7-8: duplicate or conflicting receipt ids; missing, extra, duplicate slots.
+    by_id = _index_receipts(ledger, receipt_digests, report)
+    slots = {s.slot: s for s in requirements.slots}
+    _check_coverage(certificate, slots, report)
+
+    # Lines 10-22: per claim.
+    results = []
+    for index, claim in enumerate(certificate.claims):
+        before = len(report.findings)
+        slot = slots.get(claim.slot)
+        if slot is not None:
+            _check_claim(index, claim, slot, by_id, descriptor.task_id, report)
+        codes = tuple(sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.get))
+        results.append(ClaimResult(index=index, slot=claim.slot, passed=not codes, codes=codes))
+    return results
+
+
+def _check_contract(
+    descriptor: TaskDescriptor, requirements: Requirements, trusted_digest: str, report: _Report
+) -> None:
+    if requirements.task_id != descriptor.task_id:
+        report.add(
+            R.ADAPTER_CONTRACT_MISMATCH,
+            "requirements.task_id",
+            descriptor.task_id,
+            requirements.task_id,
+        )
+    if requirements.descriptor_digest != trusted_digest:
+        report.add(
+            R.ADAPTER_CONTRACT_MISMATCH,
+            "requirements.descriptor_digest",
+            trusted_digest,
+            requirements.descriptor_digest,
+        )
+    contract_slots = sorted(s.slot for s in requirements.slots)
+    if contract_slots != sorted(descriptor.required_slots):
+        report.add(
+            R.ADAPTER_CONTRACT_MISMATCH,
+            "requirements.slots",
+            sorted(descriptor.required_slots),
+            contract_slots,
+        )
+
+
+def _index_receipts(
+    ledger: Ledger, receipt_digests: list[str], report: _Report
+) -> dict[str, Receipt | None]:
+    """Map receipt id -> receipt; an id whose copies conflict maps to None (unusable)."""
+    by_id: dict[str, Receipt | None] = {}
+    digest_of: dict[str, str] = {}
+    for index, (receipt, rdigest) in enumerate(zip(ledger.receipts, receipt_digests, strict=True)):
+        rid = receipt.receipt_id
+        path = f"ledger.receipts[{index}]"
+        if rid not in digest_of:
+            by_id[rid] = receipt
+            digest_of[rid] = rdigest
+        elif digest_of[rid] == rdigest:
+            report.add(R.COVERAGE_DUPLICATE_RECEIPT_ID, path, got=rid)
+        else:
+            report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, path, got=rid)
+            by_id[rid] = None
+    return by_id
+
+
+def _check_coverage(
+    certificate: Certificate, slots: dict[str, SlotRequirement], report: _Report
+) -> None:
+    if not certificate.claims:
+        report.add(R.COVERAGE_NO_CLAIMS, "$.claims")
+    seen: set[str] = set()
+    for index, claim in enumerate(certificate.claims):
+        path = f"$.claims[{index}].slot"
+        if claim.slot not in slots:
+            report.add(R.COVERAGE_EXTRA_SLOT, path, sorted(slots), claim.slot)
+        elif claim.slot in seen:
+            report.add(R.COVERAGE_DUPLICATE_SLOT, path, got=claim.slot)
+        seen.add(claim.slot)
+    for name in slots:
+        if name not in seen:
+            report.add(R.COVERAGE_MISSING_SLOT, "$.claims", name)
+
+
+def _check_claim(
+    index: int,
+    claim: Claim,
+    slot: SlotRequirement,
+    by_id: dict[str, Receipt | None],
+    task_id: str,
+    report: _Report,
+) -> None:
+    base = f"$.claims[{index}]"
+    cited: list[tuple[int, Receipt]] = []
+    cited_ids: set[str] = set()
+    unavailable = False
+
+    # Lines 11-12: evidence exists, is this task's, intact, successful and validated.
+    if not claim.evidence:
+        report.add(R.EVIDENCE_EMPTY, f"{base}.evidence")
+    if len(set(claim.evidence)) != len(claim.evidence):
+        report.add(R.EVIDENCE_DUPLICATE_CITATION, f"{base}.evidence")
+    for position, rid in enumerate(claim.evidence):
+        path = f"{base}.evidence[{position}]"
+        receipt = by_id.get(rid)
+        if receipt is None:
+            unavailable = True
+            if rid not in by_id:
+                report.add(R.EVIDENCE_RECEIPT_ABSENT, path, got=rid)
+            continue
+        if rid in cited_ids:
+            continue  # already judged; the repeat is EVIDENCE_DUPLICATE_CITATION
+        cited_ids.add(rid)
+        cited.append((position, receipt))
+        if receipt.task_id != task_id:
+            report.add(R.EVIDENCE_FOREIGN_TASK, path, task_id, receipt.task_id)
+        if receipt.value_hash != value_hash(receipt.value):
+            report.add(R.EVIDENCE_VALUE_HASH_MISMATCH, path, got=rid)
+        if receipt.exec_status != "ok":
+            report.add(R.EVIDENCE_UNSUCCESSFUL, path, "ok", receipt.exec_status)
+        if receipt.validation != "validated":
+            report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
+
+    # Lines 14-15: cardinality and entity/attribute/level/date scope.
+    count = len(claim.evidence)
+    if not slot.min_evidence <= count <= slot.max_evidence:
+        report.add(
+            R.SCOPE_CARDINALITY,
+            f"{base}.evidence",
+            f"{slot.min_evidence}..{slot.max_evidence}",
+            count,
+        )
+    rule = slot.scope
+    scopes_seen: set[tuple[str, str, str, str | None]] = set()
+    for position, receipt in cited:
+        path = f"{base}.evidence[{position}]"
+        scope = receipt.scope
+        if scope.entity not in rule.entities:
+            report.add(R.SCOPE_ENTITY, path, list(rule.entities), scope.entity)
+        if scope.attribute not in rule.attributes:
+            report.add(R.SCOPE_ATTRIBUTE, path, list(rule.attributes), scope.attribute)
+        if scope.level not in rule.levels:
+            report.add(R.SCOPE_LEVEL, path, list(rule.levels), scope.level)
+        if scope.date not in rule.dates:
+            report.add(R.SCOPE_DATE, path, list(rule.dates), scope.date)
+        key = (scope.entity, scope.attribute, scope.level, scope.date)
+        if key in scopes_seen:
+            report.add(R.SCOPE_DUPLICATE, path, got=receipt.receipt_id)
+        scopes_seen.add(key)
+
+    # Lines 17-18: the declared transform and its exact parameters are allowed.
+    if claim.transform not in slot.transforms:
+        allowed_ops = {type(t) for t in slot.transforms}
+        code = (
+            R.TRANSFORM_PARAMS_MISMATCH
+            if type(claim.transform) in allowed_ops
+            else R.TRANSFORM_NOT_ALLOWED
+        )
+        report.add(
+            code,
+            f"{base}.transform",
+            _show(slot.transforms),
+            _show(claim.transform),
+        )
+
+    # Lines 20-21: replay the declared transform over the cited values.
+    _check_replay(base, claim, slot, cited, unavailable, report)
+
+
+def _check_replay(
+    base: str,
+    claim: Claim,
+    slot: SlotRequirement,
+    cited: list[tuple[int, Receipt]],
+    unavailable: bool,
+    report: _Report,
+) -> None:
+    path = f"{base}.value"
+    if claim.value is None and not slot.nullable:
+        report.add(R.REPLAY_NULL_NOT_ALLOWED, path, "non-null", "null")
+    if unavailable:
+        report.add(R.REPLAY_EVIDENCE_UNAVAILABLE, f"{base}.evidence")
+        return
+    items = [
+        Item(r.value, r.scope.entity, r.scope.attribute, r.scope.level, r.scope.date)
+        for _, r in cited
+    ]
+    try:
+        result = replay(claim.transform, items)
+    except ReplayError as e:
+        report.add(e.code, path, got=e.detail)
+        return
+    if result is None and not slot.nullable:
+        report.add(R.REPLAY_NULL_NOT_ALLOWED, path, "non-null", "null")
+    if not values_match(claim.value, result, slot.abs_tol, slot.rel_tol):
+        report.add(R.REPLAY_VALUE_MISMATCH, path, _show(result), _show(claim.value))
+
+
+def _show(value: Any) -> str:
+    """Compact JSON for a finding; falls back to repr for values that cannot be encoded."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        return repr(value)
