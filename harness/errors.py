@@ -18,6 +18,22 @@ __all__ = [
     "ProviderSelectionError",
     "ResponseSchemaError",
     "SimulatedBehaviourMissingError",
+    "CommitOrderError",
+    "DurabilityError",
+    "FinalizeError",
+    "FsyncError",
+    "LockMismatchError",
+    "NoSpaceError",
+    "RecordInvalidError",
+    "ScheduleMismatchError",
+    "ShortWriteError",
+    "StoreError",
+    "StoreExistsError",
+    "StoreFinalizedError",
+    "StoreNotFoundError",
+    "TamperError",
+    "WriterLockedError",
+    "WriterStoppedError",
 ]
 
 
@@ -61,3 +77,72 @@ class PromptBlindingError(ProviderError):
 
 class SimulatedBehaviourMissingError(ProviderError):
     """The simulated provider was asked to play a role it has no behaviour for."""
+
+
+# Store family (harness/store): the append-only run store.
+
+
+class StoreError(HarnessError):
+    """The run store cannot do what was asked; the message names the store and the cause."""
+
+
+class StoreNotFoundError(StoreError):
+    """No store exists at the given directory (or it is not a store directory)."""
+
+
+class StoreExistsError(StoreError):
+    """A new store was requested where one (or other data) already exists."""
+
+
+class WriterLockedError(StoreError):
+    """Another process holds the store's single-writer lock; the message names the holder."""
+
+
+class TamperError(StoreError):
+    """Verification found an inconsistency no crash can produce; resume is refused."""
+
+    exit_code = 3
+
+
+class LockMismatchError(StoreError):
+    """The store is bound to a different study lock than the one given."""
+
+
+class ScheduleMismatchError(StoreError):
+    """The store is bound to a different canonical schedule than the one given."""
+
+
+class CommitOrderError(StoreError):
+    """A cell was committed out of schedule order (skipped, repeated or reordered)."""
+
+
+class RecordInvalidError(StoreError):
+    """A record's content cannot be committed (non-finite number, unknown field, non-JSON value)."""
+
+
+class StoreFinalizedError(StoreError):
+    """The store carries a manifest; it takes no more records."""
+
+
+class FinalizeError(StoreError):
+    """The store cannot be finalized (cells missing, torn tail, attempts open)."""
+
+
+class DurabilityError(StoreError):
+    """A write or fsync failed; the writer has stopped and will not retry."""
+
+
+class FsyncError(DurabilityError):
+    """fsync reported an error; what was written may not be durable."""
+
+
+class ShortWriteError(DurabilityError):
+    """The kernel accepted fewer bytes than a record holds."""
+
+
+class NoSpaceError(DurabilityError):
+    """The file system is full (ENOSPC)."""
+
+
+class WriterStoppedError(StoreError):
+    """The writer was used after a durability failure stopped it."""
