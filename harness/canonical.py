@@ -11,6 +11,7 @@ It does not decide what is hashed; callers choose the domain for the kind of thi
 from __future__ import annotations
 
 import math
+import re
 from enum import StrEnum
 from typing import Any, Final
 
@@ -74,6 +75,13 @@ class NonCanonicalError(ValueError):
 
 
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
+_PACKER: Final = msgspec.msgpack.Encoder()
+# msgspec writes every float to MessagePack as float64 (0xcb + 8 big-endian bytes). NaN and
+# infinity are exactly the float64 values whose 11 exponent bits are all ones, so their encoding
+# starts 0xcb, 0x7f|0xff, 0xf?. The pattern can also match inside a string (a false alarm that
+# only costs the exact walk below), never miss a non-finite float.
+_NON_FINITE_SUSPECT: Final = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
+_FINITE_LEAVES: Final = frozenset({int, str, bool, type(None)})
 
 
 def ensure_finite(obj: Any, path: str = "$") -> None:
@@ -103,17 +111,26 @@ def canonical_bytes(obj: Any) -> bytes:
     Raises:
         NonCanonicalError: when ``obj`` holds NaN or infinity, or a type msgspec cannot encode.
     """
-    ensure_finite(obj)
+    if type(obj) in _FINITE_LEAVES:
+        return _ENCODER.encode(obj)
+    try:
+        suspect = _NON_FINITE_SUSPECT.search(_PACKER.encode(obj)) is not None
+    except (TypeError, ValueError, msgspec.EncodeError):
+        suspect = True
+    if suspect:
+        ensure_finite(obj)  # exact, slower: names the path of the offending number
     try:
         return _ENCODER.encode(obj)
     except (TypeError, msgspec.EncodeError) as e:
         raise NonCanonicalError(f"cannot encode canonically: {e}") from e
 
 
+_TAG_BYTES: Final = {domain: domain.value.encode("ascii") + b"\x00" for domain in Domain}
+
+
 def digest_bytes(domain: Domain, data: bytes) -> str:
     """Return ``blake3:<hex>`` of ``data`` under ``domain`` (bytes hashed as given)."""
-    hasher = blake3.blake3(domain.value.encode("ascii"))
-    hasher.update(b"\x00")
+    hasher = blake3.blake3(_TAG_BYTES[domain])
     hasher.update(data)
     return DIGEST_PREFIX + hasher.hexdigest()
 

@@ -59,7 +59,7 @@ def _unique(values: Iterable[object], what: str) -> None:
         raise ValueError(f"{what} must not repeat")
 
 
-class TaskDescriptor(_Boundary, kw_only=True):
+class TaskDescriptor(_Boundary, frozen=True, kw_only=True):
     """The frozen identity of a task; its digest is the descriptor digest."""
 
     schema_version: Literal[1] = 1
@@ -73,7 +73,7 @@ class TaskDescriptor(_Boundary, kw_only=True):
         _unique(self.required_slots, "required_slots")
 
 
-class ScopeRule(_Boundary, kw_only=True):
+class ScopeRule(_Boundary, frozen=True, kw_only=True):
     """Allowed scope of the receipts a slot may cite. A null date must be listed to be allowed."""
 
     entities: Annotated[tuple[Id, ...], msgspec.Meta(min_length=1)]
@@ -88,7 +88,7 @@ class ScopeRule(_Boundary, kw_only=True):
         _unique(self.dates, "dates")
 
 
-class SlotRequirement(_Boundary, kw_only=True):
+class SlotRequirement(_Boundary, frozen=True, kw_only=True):
     """What one required answer slot must be backed by."""
 
     slot: Id
@@ -105,7 +105,7 @@ class SlotRequirement(_Boundary, kw_only=True):
             raise ValueError("min_evidence exceeds max_evidence")
 
 
-class Requirements(_Boundary, kw_only=True):
+class Requirements(_Boundary, frozen=True, kw_only=True):
     """The trusted contract R_t: never authored by the agent."""
 
     schema_version: Literal[1] = 1
@@ -117,7 +117,7 @@ class Requirements(_Boundary, kw_only=True):
         _unique((s.slot for s in self.slots), "slot names")
 
 
-class Scope(_Boundary, kw_only=True):
+class Scope(_Boundary, frozen=True, kw_only=True):
     """Structured scope of one receipt value."""
 
     entity: Id
@@ -126,7 +126,7 @@ class Scope(_Boundary, kw_only=True):
     date: Id | None
 
 
-class Receipt(_Boundary, kw_only=True):
+class Receipt(_Boundary, frozen=True, kw_only=True):
     """One value observed in one tool response, as the trusted adapter recorded it."""
 
     receipt_id: Id
@@ -143,7 +143,7 @@ class Receipt(_Boundary, kw_only=True):
     scope: Scope
 
 
-class Ledger(_Boundary, kw_only=True):
+class Ledger(_Boundary, frozen=True, kw_only=True):
     """The receipts of one trace. Its digest ignores receipt order."""
 
     schema_version: Literal[1] = 1
@@ -151,7 +151,7 @@ class Ledger(_Boundary, kw_only=True):
     receipts: Annotated[tuple[Receipt, ...], msgspec.Meta(max_length=MAX_RECEIPTS)]
 
 
-class Claim(_Boundary, kw_only=True):
+class Claim(_Boundary, frozen=True, kw_only=True):
     """One certified answer slot: (slot, value, evidence receipt ids, transform)."""
 
     slot: Id
@@ -160,7 +160,7 @@ class Claim(_Boundary, kw_only=True):
     transform: Transform
 
 
-class Certificate(_Boundary, kw_only=True):
+class Certificate(_Boundary, frozen=True, kw_only=True):
     """The untrusted completion proposal."""
 
     schema_version: Literal[1] = 1

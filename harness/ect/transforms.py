@@ -82,37 +82,37 @@ class _Op(
     """Base of every op; subclasses set the wire tag."""
 
 
-class Identity(_Op, tag="identity", kw_only=True):
+class Identity(_Op, tag="identity", frozen=True, kw_only=True):
     """The single cited value, unchanged."""
 
 
-class Collect(_Op, tag="collect", kw_only=True):
+class Collect(_Op, tag="collect", frozen=True, kw_only=True):
     """An object mapping each item's scope[key] to its value."""
 
     key: Key
 
 
-class Sum(_Op, tag="sum", kw_only=True):
+class Sum(_Op, tag="sum", frozen=True, kw_only=True):
     """Sum of the cited numbers."""
 
 
-class Mean(_Op, tag="mean", kw_only=True):
+class Mean(_Op, tag="mean", frozen=True, kw_only=True):
     """Arithmetic mean of the cited numbers."""
 
 
-class Count(_Op, tag="count", kw_only=True):
+class Count(_Op, tag="count", frozen=True, kw_only=True):
     """Number of cited values that are not null."""
 
 
-class Min(_Op, tag="min", kw_only=True):
+class Min(_Op, tag="min", frozen=True, kw_only=True):
     """Smallest cited number."""
 
 
-class Max(_Op, tag="max", kw_only=True):
+class Max(_Op, tag="max", frozen=True, kw_only=True):
     """Largest cited number."""
 
 
-class Difference(_Op, tag="difference", kw_only=True):
+class Difference(_Op, tag="difference", frozen=True, kw_only=True):
     """value(scope[key] == minuend) - value(scope[key] == subtrahend)."""
 
     key: Key
@@ -124,7 +124,7 @@ class Difference(_Op, tag="difference", kw_only=True):
             raise ValueError("minuend and subtrahend must differ")
 
 
-class Ratio(_Op, tag="ratio", kw_only=True):
+class Ratio(_Op, tag="ratio", frozen=True, kw_only=True):
     """value(scope[key] == numerator) / value(scope[key] == denominator)."""
 
     key: Key
@@ -136,30 +136,30 @@ class Ratio(_Op, tag="ratio", kw_only=True):
             raise ValueError("numerator and denominator must differ")
 
 
-class ArgMax(_Op, tag="argmax", kw_only=True):
+class ArgMax(_Op, tag="argmax", frozen=True, kw_only=True):
     """scope[key] of the largest value; ties go to the smallest key."""
 
     key: Key
 
 
-class ArgMin(_Op, tag="argmin", kw_only=True):
+class ArgMin(_Op, tag="argmin", frozen=True, kw_only=True):
     """scope[key] of the smallest value; ties go to the smallest key."""
 
     key: Key
 
 
-class Sort(_Op, tag="sort", kw_only=True):
+class Sort(_Op, tag="sort", frozen=True, kw_only=True):
     """All scope[key] ordered by value (``order``), ties by key ascending."""
 
     key: Key
     order: Order
 
 
-class Union(_Op, tag="union", kw_only=True):
+class Union(_Op, tag="union", frozen=True, kw_only=True):
     """Sorted set union of cited strings or lists of strings."""
 
 
-class TopK(_Op, tag="top_k", kw_only=True):
+class TopK(_Op, tag="top_k", frozen=True, kw_only=True):
     """The first ``k`` keys of ``sort``."""
 
     key: Key
@@ -167,7 +167,7 @@ class TopK(_Op, tag="top_k", kw_only=True):
     order: Order
 
 
-class GroupedSumTopK(_Op, tag="grouped_sum_top_k", kw_only=True):
+class GroupedSumTopK(_Op, tag="grouped_sum_top_k", frozen=True, kw_only=True):
     """Sum values per group of entities, then the first ``k`` group names by sum.
 
     ``groups`` maps a group name to its member entities; every cited item must belong to exactly
@@ -187,11 +187,11 @@ class GroupedSumTopK(_Op, tag="grouped_sum_top_k", kw_only=True):
                 seen.add(member)
 
 
-class AllNull(_Op, tag="all_null", kw_only=True):
+class AllNull(_Op, tag="all_null", frozen=True, kw_only=True):
     """Abstention: null iff every cited value is null."""
 
 
-class WindowSumDifference(_Op, tag="window_sum_difference", kw_only=True):
+class WindowSumDifference(_Op, tag="window_sum_difference", frozen=True, kw_only=True):
     """Sum over dates in ``window_a`` minus sum over dates in ``window_b``; each date once."""
 
     window_a: _Names
@@ -256,20 +256,23 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _number(item: Item) -> int | float:
+    value = item.value
+    if type(value) is int or type(value) is float:  # fast path; bool is deliberately excluded
+        return value
+    if value is None:
+        raise ReplayError(ReasonCode.REPLAY_NULL_INPUT, f"null value for {item.entity}")
+    if not _is_number(value):
+        raise ReplayError(
+            ReasonCode.REPLAY_TYPE_ERROR, f"expected number, got {type(value).__name__}"
+        )
+    return value  # type: ignore[no-any-return]
+
+
 def _numbers(items: Sequence[Item]) -> list[int | float]:
     if not items:
         raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to aggregate")
-    out: list[int | float] = []
-    for item in items:
-        if item.value is None:
-            raise ReplayError(ReasonCode.REPLAY_NULL_INPUT, f"null value for {item.entity}")
-        if not _is_number(item.value):
-            raise ReplayError(
-                ReasonCode.REPLAY_TYPE_ERROR,
-                f"expected number, got {type(item.value).__name__}",
-            )
-        out.append(item.value)
-    return out
+    return [_number(item) for item in items]
 
 
 def _key_of(item: Item, key: Key) -> str:
@@ -291,9 +294,15 @@ def _keyed(items: Sequence[Item], key: Key) -> dict[str, Any]:
 
 
 def _keyed_numbers(items: Sequence[Item], key: Key) -> dict[str, int | float]:
-    keyed = _keyed(items, key)
-    numbers = _numbers(items)
-    return dict(zip(keyed.keys(), numbers, strict=True))
+    if not items:
+        raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to rank")
+    out: dict[str, int | float] = {}
+    for item in items:
+        name = _key_of(item, key)
+        if name in out:
+            raise ReplayError(ReasonCode.REPLAY_ARITY, f"two cited values share {key} {name!r}")
+        out[name] = _number(item)
+    return out
 
 
 def _pick(keyed: dict[str, Any], wanted: Sequence[str], key: Key) -> list[Any]:
@@ -470,7 +479,11 @@ def replay(op: Transform, items: Sequence[Item]) -> Any:
     Raises:
         ReplayError: when the op cannot be applied to these items (arity, type, null, undefined).
     """
-    return _REPLAY[type(op)](op, items)
+    try:
+        return _REPLAY[type(op)](op, items)
+    except (OverflowError, ZeroDivisionError) as e:
+        # Huge ints or floats: the op has no finite answer, which is a replay failure.
+        raise ReplayError(ReasonCode.REPLAY_UNDEFINED, f"arithmetic: {e}") from e
 
 
 def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) -> bool:

@@ -186,12 +186,15 @@ def _verify(
 
     # Lines 10-22: per claim.
     results = []
+    memo: dict[str, _Facts] = {}
     for index, claim in enumerate(certificate.claims):
         before = len(report.findings)
         slot = slots.get(claim.slot)
         if slot is not None:
-            _check_claim(index, claim, slot, by_id, descriptor.task_id, report)
-        codes = tuple(sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.get))
+            _check_claim(index, claim, slot, by_id, descriptor.task_id, report, memo)
+        codes = tuple(
+            sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
+        )
         results.append(ClaimResult(index=index, slot=claim.slot, passed=not codes, codes=codes))
     return results
 
@@ -261,6 +264,24 @@ def _check_coverage(
             report.add(R.COVERAGE_MISSING_SLOT, "$.claims", name)
 
 
+class _Facts:
+    """What one receipt's evidence checks conclude, computed once per verification.
+
+    A receipt cited by several claims is hashed and judged once; only scope depends on the slot.
+    """
+
+    __slots__ = ("intact", "item", "ok", "sound", "task_ok", "validated")
+
+    def __init__(self, receipt: Receipt, task_id: str) -> None:
+        self.task_ok = receipt.task_id == task_id
+        self.intact = receipt.value_hash == value_hash(receipt.value)
+        self.ok = receipt.exec_status == "ok"
+        self.validated = receipt.validation == "validated"
+        self.sound = self.task_ok and self.intact and self.ok and self.validated
+        scope = receipt.scope
+        self.item = Item(receipt.value, scope.entity, scope.attribute, scope.level, scope.date)
+
+
 def _check_claim(
     index: int,
     claim: Claim,
@@ -268,9 +289,10 @@ def _check_claim(
     by_id: dict[str, Receipt | None],
     task_id: str,
     report: _Report,
+    memo: dict[str, _Facts],
 ) -> None:
     base = f"$.claims[{index}]"
-    cited: list[tuple[int, Receipt]] = []
+    cited: list[tuple[int, Receipt, _Facts]] = []
     cited_ids: set[str] = set()
     unavailable = False
 
@@ -280,24 +302,29 @@ def _check_claim(
     if len(set(claim.evidence)) != len(claim.evidence):
         report.add(R.EVIDENCE_DUPLICATE_CITATION, f"{base}.evidence")
     for position, rid in enumerate(claim.evidence):
-        path = f"{base}.evidence[{position}]"
         receipt = by_id.get(rid)
         if receipt is None:
             unavailable = True
             if rid not in by_id:
-                report.add(R.EVIDENCE_RECEIPT_ABSENT, path, got=rid)
+                report.add(R.EVIDENCE_RECEIPT_ABSENT, f"{base}.evidence[{position}]", got=rid)
             continue
         if rid in cited_ids:
             continue  # already judged; the repeat is EVIDENCE_DUPLICATE_CITATION
         cited_ids.add(rid)
-        cited.append((position, receipt))
-        if receipt.task_id != task_id:
+        facts = memo.get(rid)
+        if facts is None:
+            facts = memo[rid] = _Facts(receipt, task_id)
+        cited.append((position, receipt, facts))
+        if facts.sound:
+            continue
+        path = f"{base}.evidence[{position}]"
+        if not facts.task_ok:
             report.add(R.EVIDENCE_FOREIGN_TASK, path, task_id, receipt.task_id)
-        if receipt.value_hash != value_hash(receipt.value):
+        if not facts.intact:
             report.add(R.EVIDENCE_VALUE_HASH_MISMATCH, path, got=rid)
-        if receipt.exec_status != "ok":
+        if not facts.ok:
             report.add(R.EVIDENCE_UNSUCCESSFUL, path, "ok", receipt.exec_status)
-        if receipt.validation != "validated":
+        if not facts.validated:
             report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
 
     # Lines 14-15: cardinality and entity/attribute/level/date scope.
@@ -311,9 +338,19 @@ def _check_claim(
         )
     rule = slot.scope
     scopes_seen: set[tuple[str, str, str, str | None]] = set()
-    for position, receipt in cited:
-        path = f"{base}.evidence[{position}]"
+    for position, receipt, _ in cited:
         scope = receipt.scope
+        key = (scope.entity, scope.attribute, scope.level, scope.date)
+        if (
+            scope.entity in rule.entities
+            and scope.attribute in rule.attributes
+            and scope.level in rule.levels
+            and scope.date in rule.dates
+            and key not in scopes_seen
+        ):
+            scopes_seen.add(key)
+            continue
+        path = f"{base}.evidence[{position}]"
         if scope.entity not in rule.entities:
             report.add(R.SCOPE_ENTITY, path, list(rule.entities), scope.entity)
         if scope.attribute not in rule.attributes:
@@ -322,7 +359,6 @@ def _check_claim(
             report.add(R.SCOPE_LEVEL, path, list(rule.levels), scope.level)
         if scope.date not in rule.dates:
             report.add(R.SCOPE_DATE, path, list(rule.dates), scope.date)
-        key = (scope.entity, scope.attribute, scope.level, scope.date)
         if key in scopes_seen:
             report.add(R.SCOPE_DUPLICATE, path, got=receipt.receipt_id)
         scopes_seen.add(key)
@@ -350,7 +386,7 @@ def _check_replay(
     base: str,
     claim: Claim,
     slot: SlotRequirement,
-    cited: list[tuple[int, Receipt]],
+    cited: list[tuple[int, Receipt, _Facts]],
     unavailable: bool,
     report: _Report,
 ) -> None:
@@ -360,10 +396,7 @@ def _check_replay(
     if unavailable:
         report.add(R.REPLAY_EVIDENCE_UNAVAILABLE, f"{base}.evidence")
         return
-    items = [
-        Item(r.value, r.scope.entity, r.scope.attribute, r.scope.level, r.scope.date)
-        for _, r in cited
-    ]
+    items = [facts.item for _, _, facts in cited]
     try:
         result = replay(claim.transform, items)
     except ReplayError as e:

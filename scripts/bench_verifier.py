@@ -1,0 +1,134 @@
+"""Benchmark: full ECT verifications per second, and their cost relative to a hashing floor.
+
+Input: a certificate with 3 claims (sum, argmax, top_k) each citing the same 12 receipts. Every
+verification recomputes the descriptor digest, all 12 receipt digests and the ledger digest, and
+replays every claim. The floor is canonical-encode + BLAKE3 of the same four inputs once.
+Run: .venv/bin/python scripts/bench_verifier.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from harness import ect
+from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
+from harness.ect.transforms import ArgMax, Sum, TopK, Transform
+
+SITES = {f"site-{i:02d}": 100 + (i * 37) % 91 for i in range(12)}
+
+
+def build() -> tuple[ect.TaskDescriptor, ect.Requirements, ect.Ledger, ect.Certificate]:
+    """The benchmark triple (plus descriptor)."""
+    descriptor = ect.TaskDescriptor(
+        task_id="bench",
+        family="aggregation",
+        world_id="bench",
+        params={"metric": "visits", "date": "2024-03"},
+        required_slots=("total", "busiest", "top3"),
+    )
+    rule = ect.ScopeRule(
+        entities=tuple(SITES), attributes=("visits",), levels=("site",), dates=("2024-03",)
+    )
+    ops: dict[str, Transform] = {
+        "total": Sum(),
+        "busiest": ArgMax(key="entity"),
+        "top3": TopK(key="entity", k=3, order="desc"),
+    }
+    requirements = ect.Requirements(
+        task_id="bench",
+        descriptor_digest=ect.descriptor_digest(descriptor),
+        slots=tuple(
+            ect.SlotRequirement(
+                slot=name,
+                transforms=(op,),
+                scope=rule,
+                min_evidence=12,
+                max_evidence=12,
+                nullable=False,
+                rel_tol=1e-9,
+            )
+            for name, op in ops.items()
+        ),
+    )
+    receipts = tuple(
+        ect.Receipt(
+            receipt_id=f"r{i}",
+            task_id="bench",
+            call_id=f"c{i}",
+            tool_id="get_metric",
+            args_hash=digest(Domain.TOOL_ARGS, {"entity": site}),
+            response_hash=digest(Domain.TOOL_RESPONSE, {"value": value}),
+            source_path="/body/value",
+            value=value,
+            value_hash=ect.value_hash(value),
+            exec_status="ok",
+            validation="validated",
+            scope=ect.Scope(entity=site, attribute="visits", level="site", date="2024-03"),
+        )
+        for i, (site, value) in enumerate(SITES.items())
+    )
+    ledger = ect.Ledger(task_id="bench", receipts=receipts)
+    ids = tuple(r.receipt_id for r in receipts)
+    values = {
+        name: ect.replay(
+            op,
+            [
+                ect.transforms.Item(r.value, r.scope.entity, "visits", "site", "2024-03")
+                for r in receipts
+            ],
+        )
+        for name, op in ops.items()
+    }
+    certificate = ect.Certificate(
+        task_id="bench",
+        descriptor_digest=ect.descriptor_digest(descriptor),
+        ledger_digest=ect.ledger_digest(receipts),
+        claims=tuple(
+            ect.Claim(slot=name, value=values[name], evidence=ids, transform=op)
+            for name, op in ops.items()
+        ),
+    )
+    return descriptor, requirements, ledger, certificate
+
+
+def per_second(fn: Callable[[], object], seconds: float = 1.0) -> float:
+    """Median calls/s over 5 rounds of about ``seconds``/5 each."""
+    rates = []
+    for _ in range(5):
+        n, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds / 5:
+            for _ in range(50):
+                fn()
+            n += 50
+        rates.append(n / elapsed)
+    return statistics.median(rates)
+
+
+def main() -> None:
+    """Print the figures."""
+    parts = build()
+    assert ect.verify(*parts), "benchmark certificate must verify"
+    wire = [msgspec.json.encode(p) for p in parts]
+    domains = (Domain.DESCRIPTOR, Domain.REQUIREMENTS, Domain.LEDGER, Domain.CERTIFICATE)
+
+    def floor() -> None:
+        for domain, part in zip(domains, parts, strict=True):
+            digest_bytes(domain, canonical_bytes(part))
+
+    typed = per_second(lambda: ect.verify(*parts))
+    from_bytes = per_second(lambda: ect.verify_json(*wire))
+    base = per_second(floor)
+    print("verifier benchmark (3 claims x 12 cited receipts, ledger digest recomputed)")
+    print(f"  verify (typed inputs):        {typed:>9,.0f} /s  ({1e6 / typed:.1f} us)")
+    print(f"  verify_json (decode + verify): {from_bytes:>9,.0f} /s  ({1e6 / from_bytes:.1f} us)")
+    print(f"  floor (encode + BLAKE3 once): {base:>9,.0f} /s  ({1e6 / base:.1f} us)")
+    print(f"  ratio verify / floor:         {base / typed:.2f}")
+    print(f"  ratio verify_json / floor:    {base / from_bytes:.2f}")
+
+
+if __name__ == "__main__":
+    main()
