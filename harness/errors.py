@@ -34,6 +34,7 @@ __all__ = [
     "TamperError",
     "WriterLockedError",
     "WriterStoppedError",
+    "AttemptStateError",
 ]
 
 
@@ -118,6 +119,10 @@ class CommitOrderError(StoreError):
 
 class RecordInvalidError(StoreError):
     """A record's content cannot be committed (non-finite number, unknown field, non-JSON value)."""
+
+
+class AttemptStateError(StoreError):
+    """A journaled attempt was used out of order: ended twice, never begun, or open at commit."""
 
 
 class StoreFinalizedError(StoreError):
