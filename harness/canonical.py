@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Final
 
@@ -25,6 +26,7 @@ __all__ = [
     "canonical_bytes",
     "digest",
     "digest_bytes",
+    "digest_each",
     "ensure_finite",
     "is_digest",
 ]
@@ -105,20 +107,23 @@ def ensure_finite(obj: Any, path: str = "$") -> None:
             ensure_finite(getattr(obj, name), f"{path}.{name}")
 
 
-def canonical_bytes(obj: Any) -> bytes:
-    """Encode ``obj`` as canonical JSON bytes.
-
-    Raises:
-        NonCanonicalError: when ``obj`` holds NaN or infinity, or a type msgspec cannot encode.
-    """
-    if type(obj) in _FINITE_LEAVES:
-        return _ENCODER.encode(obj)
+def _check_finite(obj: Any) -> None:
     try:
         suspect = _NON_FINITE_SUSPECT.search(_PACKER.encode(obj)) is not None
     except (TypeError, ValueError, msgspec.EncodeError):
         suspect = True
     if suspect:
         ensure_finite(obj)  # exact, slower: names the path of the offending number
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Encode ``obj`` as canonical JSON bytes.
+
+    Raises:
+        NonCanonicalError: when ``obj`` holds NaN or infinity, or a type msgspec cannot encode.
+    """
+    if type(obj) not in _FINITE_LEAVES:
+        _check_finite(obj)
     try:
         return _ENCODER.encode(obj)
     except (TypeError, msgspec.EncodeError) as e:
@@ -138,6 +143,17 @@ def digest_bytes(domain: Domain, data: bytes) -> str:
 def digest(domain: Domain, obj: Any) -> str:
     """Return the digest of ``obj``'s canonical bytes under ``domain``."""
     return digest_bytes(domain, canonical_bytes(obj))
+
+
+def digest_each(domain: Domain, objs: Sequence[Any]) -> list[str]:
+    """Digests of each item of ``objs``; one finiteness pass over the whole sequence."""
+    _check_finite(objs)
+    tag = _TAG_BYTES[domain]
+    encode = _ENCODER.encode
+    try:
+        return [DIGEST_PREFIX + blake3.blake3(tag + encode(obj)).hexdigest() for obj in objs]
+    except (TypeError, msgspec.EncodeError) as e:
+        raise NonCanonicalError(f"cannot encode canonically: {e}") from e
 
 
 def is_digest(text: object) -> bool:

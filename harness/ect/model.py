@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from harness.canonical import Domain, digest
+from harness.canonical import Domain, digest, digest_each
 from harness.ect.reasons import ReasonCode
 from harness.ect.transforms import Transform
 
@@ -221,7 +221,7 @@ def receipt_digest(receipt: Receipt) -> str:
 
 def ledger_digest(receipts: Iterable[Receipt]) -> str:
     """Order-independent ledger digest: the digest of the sorted receipt digests."""
-    return digest(Domain.LEDGER, sorted(receipt_digest(r) for r in receipts))
+    return digest(Domain.LEDGER, sorted(digest_each(Domain.RECEIPT, tuple(receipts))))
 
 
 def value_hash(value: Any) -> str:

@@ -296,12 +296,9 @@ def _keyed(items: Sequence[Item], key: Key) -> dict[str, Any]:
 def _keyed_numbers(items: Sequence[Item], key: Key) -> dict[str, int | float]:
     if not items:
         raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to rank")
-    out: dict[str, int | float] = {}
-    for item in items:
-        name = _key_of(item, key)
-        if name in out:
-            raise ReplayError(ReasonCode.REPLAY_ARITY, f"two cited values share {key} {name!r}")
-        out[name] = _number(item)
+    out = {_key_of(item, key): _number(item) for item in items}
+    if len(out) != len(items):
+        raise ReplayError(ReasonCode.REPLAY_ARITY, f"two cited values share a {key}")
     return out
 
 

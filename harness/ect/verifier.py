@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
+from harness.canonical import Domain, digest, digest_each
 from harness.ect.model import (
     Certificate,
     Claim,
@@ -165,7 +165,7 @@ def _verify(
         )
 
     # Lines 4-5: task and ledger binding.
-    receipt_digests = [digest_bytes(Domain.RECEIPT, canonical_bytes(r)) for r in ledger.receipts]
+    receipt_digests = digest_each(Domain.RECEIPT, ledger.receipts)
     trusted_ledger = digest(Domain.LEDGER, sorted(receipt_digests))
     if certificate.task_id != descriptor.task_id:
         report.add(R.BINDING_TASK_ID_MISMATCH, "$.task_id", descriptor.task_id, certificate.task_id)
@@ -216,13 +216,13 @@ def _check_contract(
             trusted_digest,
             requirements.descriptor_digest,
         )
-    contract_slots = sorted(s.slot for s in requirements.slots)
-    if contract_slots != sorted(descriptor.required_slots):
+    contract_slots = {s.slot for s in requirements.slots}
+    if contract_slots != set(descriptor.required_slots):
         report.add(
             R.ADAPTER_CONTRACT_MISMATCH,
             "requirements.slots",
             sorted(descriptor.required_slots),
-            contract_slots,
+            sorted(contract_slots),
         )
 
 
@@ -234,14 +234,13 @@ def _index_receipts(
     digest_of: dict[str, str] = {}
     for index, (receipt, rdigest) in enumerate(zip(ledger.receipts, receipt_digests, strict=True)):
         rid = receipt.receipt_id
-        path = f"ledger.receipts[{index}]"
         if rid not in digest_of:
             by_id[rid] = receipt
             digest_of[rid] = rdigest
         elif digest_of[rid] == rdigest:
-            report.add(R.COVERAGE_DUPLICATE_RECEIPT_ID, path, got=rid)
+            report.add(R.COVERAGE_DUPLICATE_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
         else:
-            report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, path, got=rid)
+            report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
             by_id[rid] = None
     return by_id
 
@@ -270,7 +269,7 @@ class _Facts:
     A receipt cited by several claims is hashed and judged once; only scope depends on the slot.
     """
 
-    __slots__ = ("intact", "item", "ok", "sound", "task_ok", "validated")
+    __slots__ = ("intact", "item", "ok", "scope_key", "sound", "task_ok", "validated")
 
     def __init__(self, receipt: Receipt, task_id: str) -> None:
         self.task_ok = receipt.task_id == task_id
@@ -280,6 +279,21 @@ class _Facts:
         self.sound = self.task_ok and self.intact and self.ok and self.validated
         scope = receipt.scope
         self.item = Item(receipt.value, scope.entity, scope.attribute, scope.level, scope.date)
+        # The scope alone (value blanked), so two receipts for the same scope collide.
+        self.scope_key = self.item._replace(value=None)
+
+
+def _evidence_findings(
+    path: str, receipt: Receipt, facts: _Facts, task_id: str, report: _Report
+) -> None:
+    if not facts.task_ok:
+        report.add(R.EVIDENCE_FOREIGN_TASK, path, task_id, receipt.task_id)
+    if not facts.intact:
+        report.add(R.EVIDENCE_VALUE_HASH_MISMATCH, path, got=receipt.receipt_id)
+    if not facts.ok:
+        report.add(R.EVIDENCE_UNSUCCESSFUL, path, "ok", receipt.exec_status)
+    if not facts.validated:
+        report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
 
 
 def _check_claim(
@@ -296,11 +310,17 @@ def _check_claim(
     cited_ids: set[str] = set()
     unavailable = False
 
-    # Lines 11-12: evidence exists, is this task's, intact, successful and validated.
+    # Lines 11-15, one pass over the citations: evidence exists, is this task's, intact,
+    # successful and validated (11-12); it matches the slot's entity, attribute, level and date
+    # scope, and no two cited receipts share a scope (14-15).
     if not claim.evidence:
         report.add(R.EVIDENCE_EMPTY, f"{base}.evidence")
     if len(set(claim.evidence)) != len(claim.evidence):
         report.add(R.EVIDENCE_DUPLICATE_CITATION, f"{base}.evidence")
+    rule = slot.scope
+    entities, attributes = frozenset(rule.entities), frozenset(rule.attributes)
+    levels, dates = frozenset(rule.levels), frozenset(rule.dates)
+    scopes_seen: set[Item] = set()
     for position, rid in enumerate(claim.evidence):
         receipt = by_id.get(rid)
         if receipt is None:
@@ -315,19 +335,30 @@ def _check_claim(
         if facts is None:
             facts = memo[rid] = _Facts(receipt, task_id)
         cited.append((position, receipt, facts))
-        if facts.sound:
+        item = facts.item
+        if not facts.sound:
+            _evidence_findings(f"{base}.evidence[{position}]", receipt, facts, task_id, report)
+        if (
+            item.entity in entities
+            and item.attribute in attributes
+            and item.level in levels
+            and item.date in dates
+            and facts.scope_key not in scopes_seen
+        ):
+            scopes_seen.add(facts.scope_key)
             continue
         path = f"{base}.evidence[{position}]"
-        if not facts.task_ok:
-            report.add(R.EVIDENCE_FOREIGN_TASK, path, task_id, receipt.task_id)
-        if not facts.intact:
-            report.add(R.EVIDENCE_VALUE_HASH_MISMATCH, path, got=rid)
-        if not facts.ok:
-            report.add(R.EVIDENCE_UNSUCCESSFUL, path, "ok", receipt.exec_status)
-        if not facts.validated:
-            report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
-
-    # Lines 14-15: cardinality and entity/attribute/level/date scope.
+        if item.entity not in entities:
+            report.add(R.SCOPE_ENTITY, path, list(rule.entities), item.entity)
+        if item.attribute not in attributes:
+            report.add(R.SCOPE_ATTRIBUTE, path, list(rule.attributes), item.attribute)
+        if item.level not in levels:
+            report.add(R.SCOPE_LEVEL, path, list(rule.levels), item.level)
+        if item.date not in dates:
+            report.add(R.SCOPE_DATE, path, list(rule.dates), item.date)
+        if facts.scope_key in scopes_seen:
+            report.add(R.SCOPE_DUPLICATE, path, got=rid)
+        scopes_seen.add(facts.scope_key)
     count = len(claim.evidence)
     if not slot.min_evidence <= count <= slot.max_evidence:
         report.add(
@@ -336,32 +367,6 @@ def _check_claim(
             f"{slot.min_evidence}..{slot.max_evidence}",
             count,
         )
-    rule = slot.scope
-    scopes_seen: set[tuple[str, str, str, str | None]] = set()
-    for position, receipt, _ in cited:
-        scope = receipt.scope
-        key = (scope.entity, scope.attribute, scope.level, scope.date)
-        if (
-            scope.entity in rule.entities
-            and scope.attribute in rule.attributes
-            and scope.level in rule.levels
-            and scope.date in rule.dates
-            and key not in scopes_seen
-        ):
-            scopes_seen.add(key)
-            continue
-        path = f"{base}.evidence[{position}]"
-        if scope.entity not in rule.entities:
-            report.add(R.SCOPE_ENTITY, path, list(rule.entities), scope.entity)
-        if scope.attribute not in rule.attributes:
-            report.add(R.SCOPE_ATTRIBUTE, path, list(rule.attributes), scope.attribute)
-        if scope.level not in rule.levels:
-            report.add(R.SCOPE_LEVEL, path, list(rule.levels), scope.level)
-        if scope.date not in rule.dates:
-            report.add(R.SCOPE_DATE, path, list(rule.dates), scope.date)
-        if key in scopes_seen:
-            report.add(R.SCOPE_DUPLICATE, path, got=receipt.receipt_id)
-        scopes_seen.add(key)
 
     # Lines 17-18: the declared transform and its exact parameters are allowed.
     if claim.transform not in slot.transforms:
