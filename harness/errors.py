@@ -18,6 +18,7 @@ __all__ = [
     "ProviderSelectionError",
     "ResponseSchemaError",
     "SimulatedBehaviourMissingError",
+    "SimulatedViewError",
     "CommitOrderError",
     "DurabilityError",
     "FinalizeError",
@@ -151,3 +152,7 @@ class NoSpaceError(DurabilityError):
 
 class WriterStoppedError(StoreError):
     """The writer was used after a durability failure stopped it."""
+
+
+class SimulatedViewError(ProviderError):
+    """A simulated role behaviour was handed a view it cannot read (the request is misbuilt)."""
