@@ -36,6 +36,11 @@ __all__ = [
     "WriterLockedError",
     "WriterStoppedError",
     "AttemptStateError",
+    "SandboxError",
+    "SandboxPolicyError",
+    "SandboxProbeError",
+    "SandboxRequestError",
+    "SandboxUnavailableError",
 ]
 
 
@@ -156,3 +161,25 @@ class WriterStoppedError(StoreError):
 
 class SimulatedViewError(ProviderError):
     """A simulated role behaviour was handed a view it cannot read (the request is misbuilt)."""
+
+
+class SandboxError(HarnessError):
+    """The tool sandbox cannot be set up or used as asked (a failed tool call is a result)."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """No sandbox backend or tier can be proven on this machine; tools must not run unconfined."""
+
+    exit_code = 3
+
+
+class SandboxPolicyError(SandboxError):
+    """The pinned sandbox policy or profile file is missing, unreadable or malformed."""
+
+
+class SandboxRequestError(SandboxError):
+    """A tool request is not of the required shape or cannot be encoded canonically."""
+
+
+class SandboxProbeError(SandboxError):
+    """The denial probes could not be set up (a probe target the parent opens is not live)."""

@@ -1,0 +1,427 @@
+"""Child-side confinement for the Linux tool sandbox: the fresh child applies it to itself.
+
+The parent passes one tier of the pinned policy (``sandbox_profiles/linux-tool-worker.json``),
+with its paths resolved, on the child's command line. The child (``harness/tools/worker.py``)
+loads this module by file path and calls :func:`apply` before it reads stdin, so nothing the
+tool sees on stdin runs before the walls are up, and no ``preexec_fn`` (which forces ``fork()``
+of the whole parent) is needed.
+
+Steps, in this order (each later step may forbid an earlier one):
+
+1. ``unshare`` the user, network, mount, IPC and UTS namespaces (tier ``userns``);
+2. remount ``/`` read-only, recursively (``mount_setattr``; needs the new mount namespace);
+3. stop core dumps and ``/proc`` access by the same uid (``PR_SET_DUMPABLE`` 0);
+4. drop every capability (bounding set when permitted, ambient, effective/permitted/inheritable);
+5. ``PR_SET_NO_NEW_PRIVS``;
+6. Landlock: every filesystem right of the running ABI handled, reads only on an allowlist,
+   writes only to ``/dev/null``, TCP bind/connect handled with no rule, and the abstract Unix
+   socket and signal scopes where the ABI has them;
+7. a seccomp filter (libseccomp, loaded by name) answering EPERM for socket creation, process
+   creation, ptrace and cross-process memory, io_uring, bpf, keys, namespaces, the mount family,
+   mode/owner/time/xattr changes and SysV/POSIX IPC objects; ``clone3`` answers ENOSYS so libc
+   falls back to ``clone``, where only new threads are allowed; signals only to itself.
+
+Then :func:`apply` checks from the inside that the state it asked for is the state it has.
+
+Standard library only (``ctypes``): this runs in ``python -I -S``, where no third-party package
+is importable, and it must not import the parent-side ``harness.sandbox`` package. It does not
+choose a tier, read files of its own, or judge whether the walls hold: the parent's denial
+probes do that by ground truth.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from typing import Any
+
+__all__ = ["ConfineError", "apply", "landlock_abi"]
+
+# Linux UAPI constants (include/uapi/linux/{sched,mount,prctl,capability,landlock}.h).
+_CLONE_FLAGS = {
+    "mount": 0x00020000,
+    "uts": 0x04000000,
+    "ipc": 0x08000000,
+    "user": 0x10000000,
+    "net": 0x40000000,
+}
+_CLONE_THREAD = 0x00010000
+_AT_FDCWD = -100
+_AT_RECURSIVE = 0x8000
+_MOUNT_ATTR_RDONLY = 0x1
+_MOUNT_ATTR_NOSUID = 0x2
+_MOUNT_ATTR_NODEV = 0x4
+_PR_SET_DUMPABLE = 4
+_PR_GET_SECCOMP = 21
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_NO_NEW_PRIVS = 39
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_SETPCAP = 8
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_SECCOMP_MODE_FILTER = 2
+
+# Syscall numbers from the unified table (>= 424): the same on x86_64 and aarch64.
+_NR_MOUNT_SETATTR = 442
+_NR_LANDLOCK_CREATE_RULESET = 444
+_NR_LANDLOCK_ADD_RULE = 445
+_NR_LANDLOCK_RESTRICT_SELF = 446
+
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+# Filesystem rights by the ABI that introduced them.
+_FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+_FS_ABI1_ALL = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_FS_REFER = 1 << 13  # ABI 2
+_FS_TRUNCATE = 1 << 14  # ABI 3
+_FS_IOCTL_DEV = 1 << 15  # ABI 5
+_FS_FILE_ONLY = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+_NET_BIND_TCP = 1 << 0  # ABI 4
+_NET_CONNECT_TCP = 1 << 1
+_SCOPES = {"abstract_unix_socket": 1 << 0, "signal": 1 << 1}  # ABI 6
+
+_SCMP_ACT_ALLOW = 0x7FFF0000
+_SCMP_ACT_ERRNO = 0x00050000
+_NR_SCMP_ERROR = -1
+_SCMP_CMP_NE = 1
+_SCMP_CMP_MASKED_EQ = 7
+_AF_INET = 2
+_SOCK_DGRAM = 2
+
+
+class ConfineError(Exception):
+    """A confinement step failed; the message names the step and the errno."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = (
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    )
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    libc.prctl.restype = ctypes.c_int
+    libc.prctl.argtypes = (
+        ctypes.c_int,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+    )
+    return libc
+
+
+def _fail(step: str) -> ConfineError:
+    err = ctypes.get_errno()
+    name = errno.errorcode.get(err, str(err))
+    return ConfineError(f"{step} failed: {name} ({os.strerror(err)})")
+
+
+def landlock_abi(libc: ctypes.CDLL | None = None) -> int:
+    """Return the running kernel's Landlock ABI version, or 0 where Landlock is unavailable."""
+    lib = libc if libc is not None else _libc()
+    abi = lib.syscall(
+        ctypes.c_long(_NR_LANDLOCK_CREATE_RULESET),
+        None,
+        ctypes.c_size_t(0),
+        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION),
+    )
+    return max(int(abi), 0)
+
+
+def _unshare(libc: ctypes.CDLL, names: list[str]) -> None:
+    flags = 0
+    for name in names:
+        flags |= _CLONE_FLAGS[name]
+    if libc.unshare(ctypes.c_int(flags)) != 0:
+        raise _fail(f"unshare({','.join(names)})")
+
+
+def _readonly_root(libc: ctypes.CDLL) -> None:
+    attr = _MountAttr(
+        attr_set=_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV,
+        attr_clr=0,
+        propagation=0,
+        userns_fd=0,
+    )
+    rc = libc.syscall(
+        ctypes.c_long(_NR_MOUNT_SETATTR),
+        ctypes.c_int(_AT_FDCWD),
+        b"/",
+        ctypes.c_uint(_AT_RECURSIVE),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
+    if rc != 0:
+        raise _fail("read-only remount of / (mount_setattr)")
+
+
+def _capget(libc: ctypes.CDLL) -> tuple[int, int, int]:
+    header = _CapHeader(version=_LINUX_CAPABILITY_VERSION_3, pid=0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise _fail("capget")
+    eff = data[0].effective | (data[1].effective << 32)
+    prm = data[0].permitted | (data[1].permitted << 32)
+    inh = data[0].inheritable | (data[1].inheritable << 32)
+    return eff, prm, inh
+
+
+def _drop_capabilities(libc: ctypes.CDLL) -> None:
+    effective, _, _ = _capget(libc)
+    if effective & (1 << _CAP_SETPCAP):
+        # The bounding set can only shrink with CAP_SETPCAP; without it (an unprivileged
+        # child) it is moot, since no_new_privs stops any exec from gaining capabilities.
+        for cap in range(64):
+            if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                if ctypes.get_errno() == errno.EINVAL:
+                    break  # past the kernel's last capability
+                raise _fail(f"dropping capability {cap} from the bounding set")
+    if libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0:
+        raise _fail("clearing ambient capabilities")
+    header = _CapHeader(version=_LINUX_CAPABILITY_VERSION_3, pid=0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise _fail("capset to the empty set")
+
+
+def _handled_fs(abi: int) -> int:
+    rights = _FS_ABI1_ALL
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    if abi >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+def _landlock(libc: ctypes.CDLL, spec: dict[str, Any]) -> int:
+    abi = landlock_abi(libc)
+    if abi == 0:
+        raise _fail("Landlock (landlock_create_ruleset)")
+    min_abi = int(spec["min_abi"])
+    if abi < min_abi:
+        raise ConfineError(f"Landlock ABI {abi} is older than the policy's minimum {min_abi}")
+    handled_fs = _handled_fs(abi)
+    handled_net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if spec["deny_tcp"] and abi >= 4 else 0
+    if spec["deny_tcp"] and abi < 4:
+        raise ConfineError(f"Landlock ABI {abi} cannot deny TCP (needs ABI 4)")
+    scoped = 0
+    if abi >= 6:
+        for name in spec["scopes"]:
+            scoped |= _SCOPES[name]
+    attr = _RulesetAttr(handled_access_fs=handled_fs, handled_access_net=handled_net, scoped=scoped)
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    ruleset = libc.syscall(
+        ctypes.c_long(_NR_LANDLOCK_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_size_t(size),
+        ctypes.c_uint32(0),
+    )
+    if ruleset < 0:
+        raise _fail("landlock_create_ruleset")
+    try:
+        read = _FS_READ_FILE | _FS_READ_DIR
+        write = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+        for path in spec["read"]:
+            _landlock_rule(libc, ruleset, path, read & handled_fs)
+        for path in spec["read_write"]:
+            _landlock_rule(libc, ruleset, path, (read | write) & handled_fs)
+        if libc.syscall(
+            ctypes.c_long(_NR_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)
+        ):
+            raise _fail("landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _landlock_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # an allowlisted path this system does not have grants nothing
+    except OSError as e:
+        raise ConfineError(f"opening Landlock allowlist path {path!r} failed: {e}") from e
+    try:
+        is_dir = (os.fstat(fd).st_mode & 0o170000) == 0o040000
+        attr = _PathBeneathAttr(
+            allowed_access=access if is_dir else access & _FS_FILE_ONLY, parent_fd=fd
+        )
+        if libc.syscall(
+            ctypes.c_long(_NR_LANDLOCK_ADD_RULE),
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+            ctypes.byref(attr),
+            ctypes.c_uint32(0),
+        ):
+            raise _fail(f"landlock_add_rule for {path!r}")
+    finally:
+        os.close(fd)
+
+
+def _seccomp(spec: dict[str, Any]) -> None:
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError as e:
+        raise ConfineError(f"seccomp needs libseccomp.so.2, which cannot be loaded: {e}") from e
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = (ctypes.c_uint32,)
+    lib.seccomp_syscall_resolve_name.restype = ctypes.c_int
+    lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)
+    lib.seccomp_rule_add_array.restype = ctypes.c_int
+    lib.seccomp_rule_add_array.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+    )
+    lib.seccomp_load.argtypes = (ctypes.c_void_p,)
+    lib.seccomp_release.argtypes = (ctypes.c_void_p,)
+    ctx = lib.seccomp_init(_SCMP_ACT_ALLOW)
+    if not ctx:
+        raise ConfineError("seccomp_init failed")
+    unified: dict[str, int] = spec["unified_numbers"]
+
+    def resolve(name: str) -> int | None:
+        nr = int(lib.seccomp_syscall_resolve_name(name.encode("ascii")))
+        if nr == _NR_SCMP_ERROR:
+            if name in unified:
+                return unified[name]  # newer than this libseccomp: use the unified number
+            raise ConfineError(f"seccomp cannot resolve syscall {name!r}")
+        if nr < 0:
+            return None  # a pseudo-syscall: this architecture has no such call
+        return nr
+
+    def add(action: int, name: str, cmps: list[_ArgCmp]) -> None:
+        nr = resolve(name)
+        if nr is None:
+            return
+        array = (_ArgCmp * max(len(cmps), 1))(*cmps)
+        rc = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), array)
+        if rc != 0:
+            raise ConfineError(f"seccomp rule for {name!r} failed: {os.strerror(-rc)}")
+
+    eperm = _SCMP_ACT_ERRNO | errno.EPERM
+    try:
+        for name in spec["deny"]:
+            add(eperm, name, [])
+        for name in spec["enosys"]:
+            add(_SCMP_ACT_ERRNO | errno.ENOSYS, name, [])
+        if spec["deny_process_clone"]:
+            # New threads (CLONE_THREAD) stay allowed; a new process does not.
+            add(eperm, "clone", [_ArgCmp(0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0)])
+        own = os.getpid()
+        for name in spec["signal_only_self"]:
+            add(eperm, name, [_ArgCmp(0, _SCMP_CMP_NE, own, 0)])
+        rc = lib.seccomp_load(ctx)
+        if rc != 0:
+            raise ConfineError(f"seccomp_load failed: {os.strerror(-rc)}")
+    finally:
+        lib.seccomp_release(ctx)
+
+
+def _self_check(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
+    """Check from the inside that the asked-for state holds (cheap; not a substitute for probes)."""
+    if policy["no_new_privs"] and libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1:
+        raise ConfineError("self-check: no_new_privs is not set")
+    if policy["drop_capabilities"] and any(_capget(libc)):
+        raise ConfineError("self-check: capabilities remain after dropping them")
+    seccomp = policy["seccomp"]
+    if seccomp is not None:
+        if libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) != _SECCOMP_MODE_FILTER:
+            raise ConfineError("self-check: no seccomp filter is in force")
+        if "socket" in seccomp["deny"]:
+            fd = libc.socket(_AF_INET, _SOCK_DGRAM, 0)
+            if fd >= 0:
+                os.close(fd)
+                raise ConfineError("self-check: a socket could still be created")
+    if policy["landlock"] is not None:
+        try:
+            fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except PermissionError:
+            pass
+        else:
+            os.close(fd)
+            raise ConfineError("self-check: Landlock still lets / be listed")
+
+
+def apply(policy: dict[str, Any]) -> dict[str, Any]:
+    """Confine the calling process as ``policy`` (one resolved tier) says.
+
+    Args:
+        policy: the tier as the parent instantiated it: ``tier``, ``unshare``, ``readonly_root``,
+            ``not_dumpable``, ``drop_capabilities``, ``no_new_privs``, ``landlock`` (spec or
+            None), ``seccomp`` (spec or None).
+
+    Returns:
+        What was applied: the tier name and the Landlock ABI in force (0 when not used).
+
+    Raises:
+        ConfineError: when any step fails or the self-check finds a step did not take; the
+            process must then not run the tool.
+    """
+    libc = _libc()
+    if policy["unshare"]:
+        _unshare(libc, list(policy["unshare"]))
+    if policy["readonly_root"]:
+        _readonly_root(libc)
+    if policy["not_dumpable"] and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise _fail("PR_SET_DUMPABLE")
+    if policy["drop_capabilities"]:
+        _drop_capabilities(libc)
+    if policy["no_new_privs"] and libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise _fail("PR_SET_NO_NEW_PRIVS")
+    abi = 0
+    if policy["landlock"] is not None:
+        abi = _landlock(libc, policy["landlock"])
+    if policy["seccomp"] is not None:
+        _seccomp(policy["seccomp"])
+    _self_check(libc, policy)
+    return {"tier": policy["tier"], "landlock_abi": abi}
