@@ -41,6 +41,13 @@ __all__ = [
     "SandboxProbeError",
     "SandboxRequestError",
     "SandboxUnavailableError",
+    "AdmissionError",
+    "BenchmarkError",
+    "FaultNotApplicableError",
+    "ManifestMismatchError",
+    "ToolTraceError",
+    "UnknownTaskError",
+    "UnknownWorldError",
 ]
 
 
@@ -183,3 +190,36 @@ class SandboxRequestError(SandboxError):
 
 class SandboxProbeError(SandboxError):
     """The denial probes could not be set up (a probe target the parent opens is not live)."""
+
+
+# Benchmark family (harness/worlds, harness/tools, harness/faults): generated worlds and tasks.
+
+
+class BenchmarkError(HarnessError):
+    """The generated benchmark cannot be built or used as asked."""
+
+
+class UnknownWorldError(BenchmarkError):
+    """A world id is not two digits, or not one of the benchmark's worlds where one is needed."""
+
+
+class UnknownTaskError(BenchmarkError):
+    """No task or snapshot has the given id."""
+
+
+class AdmissionError(BenchmarkError):
+    """No candidate task of a family was admitted: the oracles disagreed or none was well posed."""
+
+
+class FaultNotApplicableError(BenchmarkError):
+    """A fault operator has nothing to act on in the given task (no parameterised transform)."""
+
+
+class ToolTraceError(BenchmarkError):
+    """A recorded tool call cannot be turned into receipts (it holds a non-canonical value)."""
+
+
+class ManifestMismatchError(BenchmarkError):
+    """The pinned benchmark manifest differs from what the generator produces now."""
+
+    exit_code = 3
