@@ -54,6 +54,7 @@ class Domain(StrEnum):
     ORACLE = "bench.oracle.v1"
     SNAPSHOT = "bench.snapshot.v1"
     MANIFEST = "bench.manifest.v1"
+    BENCH_STREAM = "bench.stream.v1"
     # Store
     STORE_RECORD = "store.record.v1"
     STORE_HEAD = "store.head.v1"
