@@ -1,0 +1,163 @@
+"""The trusted adapter: one recorded tool call in, the receipts of the values it observed out.
+
+For each call ``(call_id, tool_id, args, response)`` the adapter records, per value the tool's
+response carries: the args and response hashes (``Domain.TOOL_ARGS`` / ``TOOL_RESPONSE``), the
+JSON-pointer source path of the value, the value and its hash, the execution status (``ok``
+only when the transport envelope *and* the nested body both say ok), the validation state
+(``validated`` only when the whole response matches the tool's declared response schema) and
+the structured scope (entity, attribute, level, date) read from the response's echo fields,
+falling back to the request's arguments.
+
+A call whose response carries no value (a transport error, an empty series, an unknown tool)
+still yields one receipt, at ``/status``, so a failed call is visible in the ledger.
+
+The adapter never reads a certificate and never fills in candidate fields; it trusts only the
+recorded call. It raises only when a call cannot be hashed canonically (a non-finite number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
+
+import msgspec
+
+from harness.canonical import Domain, NonCanonicalError, digest
+from harness.ect.model import Ledger, Receipt, Scope, value_hash
+from harness.errors import ToolTraceError
+from harness.tools.catalog import catalog
+from harness.tools.schema import validate
+
+__all__ = ["ToolCall", "build_ledger", "receipts_for_call", "response_schema"]
+
+_UNKNOWN: Final = "unknown"
+_MAX_ID: Final = 256
+
+
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One recorded tool call: what was asked and the full response that came back."""
+
+    call_id: str
+    tool_id: str
+    args: dict[str, Any]
+    response: Any
+
+
+_RESPONSE_SCHEMAS: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
+    {tool["tool_id"]: tool["response"] for tool in catalog()["tools"]}
+)
+
+
+def response_schema(tool_id: str) -> Mapping[str, Any] | None:
+    """The declared response schema of ``tool_id`` (None for a tool not in the catalog)."""
+    return _RESPONSE_SCHEMAS.get(tool_id)
+
+
+class _Site(NamedTuple):
+    path: str
+    value: Any
+    attribute: str
+    date: str | None
+
+
+def _text(value: object, fallback: str) -> str:
+    """``value`` when it can be a scope id (a string of 1..256 characters), else ``fallback``."""
+    if isinstance(value, str) and 1 <= len(value) <= _MAX_ID:
+        return value
+    return fallback
+
+
+def _date(value: object) -> str | None:
+    return value if isinstance(value, str) and 1 <= len(value) <= _MAX_ID else None
+
+
+def _sites(tool_id: str, args: Mapping[str, Any], body: Mapping[str, Any]) -> list[_Site]:
+    """The value locations the tool's declared response puts in ``body``."""
+    if tool_id == "describe_world":
+        return [
+            _Site(f"/body/{name}", body[name], name, None)
+            for name in ("metrics", "periods", "regions")
+            if name in body
+        ]
+    if tool_id == "list_children" and "children" in body:
+        return [_Site("/body/children", body["children"], "children", None)]
+    if tool_id == "get_parent" and "parent" in body:
+        return [_Site("/body/parent", body["parent"], "parent", None)]
+    metric = _text(body.get("metric"), _text(args.get("metric"), _UNKNOWN))
+    if tool_id == "get_metric" and "value" in body:
+        period = _date(body.get("period")) or _date(args.get("period"))
+        return [_Site("/body/value", body["value"], metric, period)]
+    if tool_id == "get_series" and isinstance(body.get("points"), list):
+        return [
+            _Site(f"/body/points/{index}/value", point["value"], metric, _date(point.get("period")))
+            for index, point in enumerate(body["points"])
+            if isinstance(point, dict) and "value" in point
+        ]
+    return []
+
+
+def receipts_for_call(task_id: str, call: ToolCall) -> tuple[Receipt, ...]:
+    """The receipts of one recorded call, ids ``<call_id>.<n>`` in response order.
+
+    Raises:
+        ToolTraceError: when the call's arguments or response hold a value that cannot be
+            encoded canonically (NaN, infinity), so it cannot be hashed.
+    """
+    response = call.response
+    try:
+        args_hash = digest(Domain.TOOL_ARGS, call.args)
+        response_hash = digest(Domain.TOOL_RESPONSE, response)
+    except NonCanonicalError as e:
+        raise ToolTraceError(f"call {call.call_id!r} cannot be recorded: {e}") from e
+    envelope: Mapping[str, Any] = response if isinstance(response, dict) else {}
+    body = envelope.get("body")
+    body = body if isinstance(body, dict) else {}
+    ok = envelope.get("status") == "ok" and body.get("status") == "ok"
+    schema = _RESPONSE_SCHEMAS.get(call.tool_id)
+    validated = schema is not None and validate(response, schema) is None
+    entity = _text(body.get("entity"), _text(call.args.get("entity"), _UNKNOWN))
+    if call.tool_id == "describe_world":
+        entity = _text(body.get("world_id"), "world")
+    level = "world" if call.tool_id == "describe_world" else _text(body.get("level"), _UNKNOWN)
+    sites = _sites(call.tool_id, call.args, body)
+    if not sites:
+        status = envelope.get("status") if isinstance(envelope.get("status"), str) else None
+        sites = [
+            _Site("/status" if envelope else "", status if envelope else response, "status", None)
+        ]
+    receipts = []
+    for index, site in enumerate(sites):
+        try:
+            vhash = value_hash(site.value)
+        except NonCanonicalError as e:
+            raise ToolTraceError(f"call {call.call_id!r} value at {site.path}: {e}") from e
+        receipts.append(
+            Receipt(
+                receipt_id=f"{call.call_id}.{index}",
+                task_id=task_id,
+                call_id=call.call_id,
+                tool_id=call.tool_id,
+                args_hash=args_hash,
+                response_hash=response_hash,
+                source_path=site.path,
+                value=site.value,
+                value_hash=vhash,
+                exec_status="ok" if ok else "error",
+                validation="validated" if validated else "unvalidated",
+                scope=Scope(entity=entity, attribute=site.attribute, level=level, date=site.date),
+            )
+        )
+    return tuple(receipts)
+
+
+def build_ledger(task_id: str, calls: Iterable[ToolCall]) -> Ledger:
+    """The ledger of a trace: every receipt of every call, in call order.
+
+    Raises:
+        ToolTraceError: as ``receipts_for_call``.
+    """
+    receipts: list[Receipt] = []
+    for call in calls:
+        receipts.extend(receipts_for_call(task_id, call))
+    return Ledger(task_id=task_id, receipts=tuple(receipts))
