@@ -1,0 +1,87 @@
+"""The closed vocabularies of the provider layer: roles, attempt statuses and failure kinds.
+
+Wire strings are stable: they are stored in attempt records and counted in tables, so a value is
+never renamed or reused; a new condition gets a new member. This module performs no I/O.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+__all__ = ["PRE_OUTPUT_FAILURES", "AttemptStatus", "FailureKind", "ProviderName", "Role"]
+
+
+class Role(StrEnum):
+    """Who is asking: the agent's planner or a termination critic."""
+
+    PLANNER = "planner"
+    CRITIC = "critic"
+
+
+class ProviderName(StrEnum):
+    """Which provider answered."""
+
+    SIMULATED = "simulated"
+    GEMINI = "gemini"
+
+
+class AttemptStatus(StrEnum):
+    """How one attempt ended.
+
+    ``abandoned``: the call was given up (deadline or cancellation) while it may still have been
+    processed, and billed, server-side: its outcome is unknown.
+    """
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
+class FailureKind(StrEnum):
+    """Why an attempt produced no usable output. Every one maps to ``continue`` at the policy."""
+
+    # Transport failures before any response byte: the request cannot have produced output,
+    # so the single identical retry is allowed after these (and only these).
+    CONNECT_ERROR = "connect_error"
+    CONNECT_TIMEOUT = "connect_timeout"
+    POOL_TIMEOUT = "pool_timeout"
+    WRITE_ERROR = "write_error"
+    WRITE_TIMEOUT = "write_timeout"
+    DISCONNECTED_BEFORE_RESPONSE = "disconnected_before_response"
+    # Transport failures after the request was sent: it may have been processed and billed.
+    READ_TIMEOUT = "read_timeout"
+    CONNECTION_RESET = "connection_reset"
+    PARTIAL_RESPONSE = "partial_response"
+    TRANSPORT_ERROR = "transport_error"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    CANCELLED = "cancelled"
+    # HTTP status failures.
+    RATE_LIMITED = "rate_limited"
+    HTTP_CLIENT_ERROR = "http_client_error"
+    HTTP_SERVER_ERROR = "http_server_error"
+    HTTP_UNEXPECTED_STATUS = "http_unexpected_status"
+    # A 200 whose content is unusable.
+    MALFORMED_RESPONSE = "malformed_response"
+    BLOCKED = "blocked"
+    NO_CANDIDATES = "no_candidates"
+    MAX_TOKENS = "max_tokens"
+    UNEXPECTED_FINISH = "unexpected_finish"
+    EMPTY_OUTPUT = "empty_output"
+    OUTPUT_NOT_JSON = "output_not_json"
+    SCHEMA_MISMATCH = "schema_mismatch"
+    # The client library failed in a way none of the above describes.
+    CLIENT_ERROR = "client_error"
+
+
+PRE_OUTPUT_FAILURES: Final = frozenset(
+    {
+        FailureKind.CONNECT_ERROR,
+        FailureKind.CONNECT_TIMEOUT,
+        FailureKind.POOL_TIMEOUT,
+        FailureKind.WRITE_ERROR,
+        FailureKind.WRITE_TIMEOUT,
+        FailureKind.DISCONNECTED_BEFORE_RESPONSE,
+    }
+)
+"""The failures after which exactly one identical retry is allowed."""
