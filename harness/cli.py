@@ -18,6 +18,7 @@ from harness import ect
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
+from harness.store._cli import store_group
 
 __all__ = ["main"]
 
@@ -102,3 +103,6 @@ def schema_cmd(kind: str) -> None:
     """Print the JSON Schema of a verifier input, so other agent loops can produce them."""
     schema = msgspec.json.schema(_SCHEMAS[kind])
     click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())
+
+
+main.add_command(store_group)

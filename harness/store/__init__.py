@@ -1,0 +1,83 @@
+"""The append-only, BLAKE3 hash-chained run store.
+
+One directory per run: a record log (one ``<BLAKE3 hex> <canonical JSON>`` line per record), a
+separately kept HEAD, a write-ahead provider-attempt journal, content-addressed blobs, byte
+copies of the study lock and the canonical schedule, and at the end a manifest. A genesis
+record binds the lock and schedule digests; each completed cell appends one record binding its
+schedule row, result, provider-attempt audit group and the previous record's hash.
+
+Writing: ``RunStore.create`` / ``RunStore.open_for_resume`` (single writer, exclusive lock).
+Reading: ``verify_store``, ``read_store``, ``read_blob``, ``check_store_for_run`` (preflight).
+Sealing: ``finalize_store``. The store does not know what a schedule row, result or attempt
+means; the studies define those and may pass msgspec types to refuse unknown fields.
+"""
+
+from harness.store._files import FileOps
+from harness.store._model import (
+    AttemptRef,
+    BeginEntry,
+    CellRecord,
+    EndEntry,
+    GenesisRecord,
+    Head,
+    JournalEntry,
+    JournalPos,
+    Manifest,
+    OrphanedAttempt,
+    Record,
+    SessionEntry,
+    StoreCheck,
+    StoreState,
+    VerifyCode,
+    VerifyReport,
+    VerifyStatus,
+)
+from harness.store._seal import finalize_store
+from harness.store._view import (
+    StoreView,
+    check_store_for_run,
+    read_blob,
+    read_store,
+    verify_store,
+)
+from harness.store._writer import (
+    Resumed,
+    RunStore,
+    lock_digest,
+    row_digest,
+    schedule_bytes,
+    schedule_digest,
+)
+
+__all__ = [
+    "AttemptRef",
+    "BeginEntry",
+    "CellRecord",
+    "EndEntry",
+    "FileOps",
+    "GenesisRecord",
+    "Head",
+    "JournalEntry",
+    "JournalPos",
+    "Manifest",
+    "OrphanedAttempt",
+    "Record",
+    "Resumed",
+    "RunStore",
+    "SessionEntry",
+    "StoreCheck",
+    "StoreState",
+    "StoreView",
+    "VerifyCode",
+    "VerifyReport",
+    "VerifyStatus",
+    "check_store_for_run",
+    "finalize_store",
+    "lock_digest",
+    "read_blob",
+    "read_store",
+    "row_digest",
+    "schedule_bytes",
+    "schedule_digest",
+    "verify_store",
+]

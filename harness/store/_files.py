@@ -1,0 +1,367 @@
+"""Run directory layout, the line format, durable file operations and the single-writer lock.
+
+Layout of a run directory::
+
+    records.log    one record per line: ``<BLAKE3 hex> <canonical JSON body>``
+    HEAD           one line in the same format: record count and last record hash
+    journal.log    provider-attempt journal, same line format (write-ahead)
+    blobs/<hex>    content-addressed raw provider responses
+    study.lock     byte copy of the study lock
+    schedule.json  canonical bytes of the schedule (a JSON array of row objects)
+    MANIFEST       the final seal, same line format (written by finalize)
+    writer.lock    the exclusive writer lock; names its holder; not part of the evidence
+    evidence/      torn tails cut on resume, kept aside
+
+Every write the writer makes goes through ``FileOps``, the seam where tests inject a failing
+fsync, a short write or ENOSPC. Failures are translated into ``DurabilityError`` subclasses and
+never retried: after a failed fsync the page cache may claim data the disk does not hold.
+
+This module knows nothing of what a record means; see ``_model`` and ``_scan``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from harness.canonical import DIGEST_PREFIX, Domain, digest_bytes
+from harness.errors import (
+    DurabilityError,
+    FsyncError,
+    NoSpaceError,
+    ShortWriteError,
+    StoreError,
+    WriterLockedError,
+)
+
+__all__ = [
+    "BLOBS",
+    "EVIDENCE",
+    "HEAD",
+    "HEAD_TMP",
+    "JOURNAL",
+    "LOCK_COPY",
+    "MANIFEST",
+    "MANIFEST_TMP",
+    "RECORDS",
+    "SCHEDULE_COPY",
+    "WRITER_LOCK",
+    "Durable",
+    "FileOps",
+    "Line",
+    "WriterLock",
+    "blob_name",
+    "LineFault",
+    "encode_line",
+    "has_valid_line_after",
+    "is_blob_name",
+    "iter_lines",
+    "parse_line",
+]
+
+RECORDS: Final = "records.log"
+HEAD: Final = "HEAD"
+HEAD_TMP: Final = "HEAD.tmp"
+JOURNAL: Final = "journal.log"
+BLOBS: Final = "blobs"
+LOCK_COPY: Final = "study.lock"
+SCHEDULE_COPY: Final = "schedule.json"
+MANIFEST: Final = "MANIFEST"
+MANIFEST_TMP: Final = "MANIFEST.tmp"
+WRITER_LOCK: Final = "writer.lock"
+EVIDENCE: Final = "evidence"
+
+_HEX_LEN: Final = 64
+_HEX: Final = re.compile(rb"[0-9a-f]{64}")
+_BLOB_NAME: Final = re.compile(r"[0-9a-f]{64}")
+
+
+# --- line format ------------------------------------------------------------------------------
+
+
+def encode_line(domain: Domain, body: bytes) -> tuple[bytes, str]:
+    """Return the stored line for ``body`` and its digest ``blake3:<hex>``."""
+    digest = digest_bytes(domain, body)
+    return digest[len(DIGEST_PREFIX) :].encode("ascii") + b" " + body + b"\n", digest
+
+
+class Line(NamedTuple):
+    """A complete, hash-verified line: byte range in the file, digest and body bytes."""
+
+    start: int
+    end: int
+    digest: str
+    body: bytes
+
+
+class LineFault(NamedTuple):
+    """Why the bytes at an offset are not a valid line.
+
+    ``kind`` is ``incomplete`` (no newline before the end), ``malformed`` (not
+    ``<64 hex> <body>``) or ``hash`` (the stored hash does not match the body).
+    """
+
+    kind: str
+    text: str
+
+
+def parse_line(data: bytes, pos: int, domain: Domain) -> Line | LineFault:
+    """Parse the line starting at ``pos``; return it, or why it is not a valid line.
+
+    The digest is recomputed over the stored body bytes exactly as found (no re-encoding).
+    """
+    newline = data.find(b"\n", pos)
+    if newline < 0:
+        return LineFault("incomplete", f"{len(data) - pos} bytes without a final newline")
+    if newline - pos < _HEX_LEN + 2 or data[pos + _HEX_LEN] != 0x20:
+        return LineFault("malformed", "line is not `<64 hex> <body>`")
+    hex_part = data[pos : pos + _HEX_LEN]
+    if _HEX.fullmatch(hex_part) is None:
+        return LineFault("malformed", "line does not start with 64 lowercase hex digits")
+    body = data[pos + _HEX_LEN + 1 : newline]
+    digest = digest_bytes(domain, body)
+    if digest[len(DIGEST_PREFIX) :].encode("ascii") != hex_part:
+        return LineFault(
+            "hash", f"stored hash {hex_part[:12].decode()}... does not match the body's BLAKE3"
+        )
+    return Line(pos, newline + 1, digest, body)
+
+
+def iter_lines(data: bytes, pos: int, domain: Domain) -> tuple[list[Line], int, LineFault | None]:
+    """Parse hash-valid lines from ``pos`` until the first invalid one.
+
+    Returns:
+        The valid lines, the offset where parsing stopped, and why (None at end of data).
+    """
+    lines: list[Line] = []
+    while pos < len(data):
+        parsed = parse_line(data, pos, domain)
+        if isinstance(parsed, LineFault):
+            return lines, pos, parsed
+        lines.append(parsed)
+        pos = parsed.end
+    return lines, pos, None
+
+
+def has_valid_line_after(data: bytes, pos: int, domain: Domain) -> bool:
+    """True when any complete line at or after ``pos`` carries a correct hash.
+
+    A crash during one append leaves a prefix, zeros, garbage or reordered blocks of that one
+    line; it never leaves a correctly hashed complete line behind a bad one. Finding one means
+    the bad bytes sit inside data, which no crash explains.
+    """
+    start = pos
+    while start < len(data):
+        newline = data.find(b"\n", start)
+        if newline < 0:
+            return False
+        # Each newline-terminated segment is tried as a line on its own.
+        if isinstance(parse_line(data, start, domain), Line):
+            return True
+        start = newline + 1
+    return False
+
+
+def blob_name(digest: str) -> str:
+    """File name of a blob in ``blobs/``: the hex part of its digest."""
+    return digest[len(DIGEST_PREFIX) :]
+
+
+def is_blob_name(name: str) -> bool:
+    """True for a well-formed blob file name (64 lowercase hex)."""
+    return _BLOB_NAME.fullmatch(name) is not None
+
+
+# --- durable writes ---------------------------------------------------------------------------
+
+
+class FileOps:
+    """The system calls the writer makes. Subclass to inject failures in tests."""
+
+    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
+        """``os.open``."""
+        return os.open(path, flags, mode)
+
+    def write(self, fd: int, data: bytes) -> int:
+        """``os.write``: one call, the count the kernel accepted."""
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        """``os.fsync``."""
+        os.fsync(fd)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        """``os.rename``."""
+        os.rename(src, dst)
+
+    def truncate(self, fd: int, length: int) -> None:
+        """``os.ftruncate``."""
+        os.ftruncate(fd, length)
+
+    def close(self, fd: int) -> None:
+        """``os.close``."""
+        os.close(fd)
+
+
+class Durable:
+    """Durable-write helpers over a ``FileOps``; every failure becomes a ``DurabilityError``."""
+
+    def __init__(self, ops: FileOps) -> None:
+        self.ops = ops
+
+    @staticmethod
+    def _failure(e: OSError, action: str, what: str) -> DurabilityError:
+        detail = e.strerror or str(e)
+        if e.errno == errno.ENOSPC:
+            return NoSpaceError(f"no space left while {action} {what}: {detail}")
+        if action == "fsyncing":
+            return FsyncError(f"fsync of {what} failed: {detail}; the writer stops (not retried)")
+        return DurabilityError(f"{action} {what} failed: {detail}; the writer stops")
+
+    def open(self, path: Path, flags: int, what: str) -> int:
+        """Open ``path``; failure is a DurabilityError."""
+        try:
+            return self.ops.open(path, flags)
+        except OSError as e:
+            raise self._failure(e, "opening", what) from e
+
+    def write_all(self, fd: int, data: bytes, what: str) -> None:
+        """Write ``data`` with one call; a short write or error stops the writer."""
+        try:
+            written = self.ops.write(fd, data)
+        except OSError as e:
+            raise self._failure(e, "writing", what) from e
+        if written != len(data):
+            raise ShortWriteError(
+                f"short write to {what}: {written} of {len(data)} bytes; the writer stops"
+            )
+
+    def fsync(self, fd: int, what: str) -> None:
+        """fsync ``fd``; failure is an FsyncError, never retried."""
+        try:
+            self.ops.fsync(fd)
+        except OSError as e:
+            raise self._failure(e, "fsyncing", what) from e
+
+    def fsync_dir(self, path: Path) -> None:
+        """fsync a directory so a created, renamed or removed entry is durable."""
+        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY, f"directory {path.name}")
+        try:
+            self.fsync(fd, f"directory {path.name}")
+        finally:
+            self.close(fd)
+
+    def close(self, fd: int) -> None:
+        """Close ``fd``; failure is a DurabilityError (close can report deferred write errors)."""
+        try:
+            self.ops.close(fd)
+        except OSError as e:
+            raise self._failure(e, "closing", "a store file") from e
+
+    def rename(self, src: Path, dst: Path) -> None:
+        """Rename ``src`` over ``dst``."""
+        try:
+            self.ops.rename(src, dst)
+        except OSError as e:
+            raise self._failure(e, "renaming", f"{src.name} to {dst.name}") from e
+
+    def truncate(self, fd: int, length: int, what: str) -> None:
+        """Cut a file to ``length`` bytes."""
+        try:
+            self.ops.truncate(fd, length)
+        except OSError as e:
+            raise self._failure(e, "truncating", what) from e
+
+    def write_new(self, path: Path, data: bytes) -> None:
+        """Create ``path`` with ``data`` and fsync it (the caller fsyncs the directory)."""
+        fd = self.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, path.name)
+        try:
+            self.write_all(fd, data, path.name)
+            self.fsync(fd, path.name)
+        finally:
+            self.close(fd)
+
+    def replace(self, path: Path, tmp: Path, data: bytes) -> None:
+        """Atomically replace ``path``: write temp, fsync, rename, fsync the directory."""
+        fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, tmp.name)
+        try:
+            self.write_all(fd, data, tmp.name)
+            self.fsync(fd, tmp.name)
+        finally:
+            self.close(fd)
+        self.rename(tmp, path)
+        self.fsync_dir(path.parent)
+
+
+# --- single-writer lock -----------------------------------------------------------------------
+
+
+class WriterLock:
+    """An exclusive ``flock`` on ``writer.lock``; the kernel drops it when the holder dies.
+
+    The file names the holder (pid and host) so a refused writer can say who holds the store.
+    The file is not evidence: it is never hashed and never exported.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @classmethod
+    def acquire(cls, path: Path, store: Path) -> WriterLock:
+        """Take the lock or raise.
+
+        Raises:
+            WriterLockedError: another process holds it (the message names the holder).
+            StoreError: the lock file cannot be opened.
+        """
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"cannot open the writer lock of {store}: {e.strerror}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            try:
+                holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+            finally:
+                os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StoreError(f"cannot lock {store}: {e.strerror}") from e
+            raise WriterLockedError(
+                f"store {store} is held by another writer: {holder or 'holder not yet named'}"
+            ) from None
+        holder_line = f"pid {os.getpid()} on host {socket.gethostname()}\n".encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder_line, 0)
+        return cls(fd, path)
+
+    @staticmethod
+    def holder(path: Path) -> str | None:
+        """Who holds the lock at ``path`` now (None when free or absent); takes nothing."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                text = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+                return text or "holder not yet named"
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        """Drop the lock (idempotent). The holder line stays; it is stale once unlocked."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

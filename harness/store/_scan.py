@@ -1,0 +1,704 @@
+"""Verification of a run directory: the longest valid prefix and one precise reason.
+
+Every hash is recomputed over the bytes as stored (never over a re-encoding). Checked, in order:
+the lock and schedule copies, the blobs, the attempt journal (chain, sequence, attempt order),
+the record log (chain, sequence, genesis binding, schedule rows, journal ranges, attempt
+bindings, blob references), HEAD, the journal entries not yet bound to a record, and the
+manifest when present.
+
+Classification (the protocol: a record is fsynced before HEAD is replaced):
+
+* torn (recoverable): bad bytes after the last record HEAD claims, with no correctly hashed
+  line among them; or one complete record HEAD does not yet claim; or bad bytes after the last
+  journal entry no record binds.
+* tamper: anything else, e.g. HEAD claiming a record that does not verify, a bad record
+  followed by a good one, a correctly hashed record that breaks the chain, a corrupt blob.
+
+Scanning never writes. Repairs (cutting a torn tail) are the writer's, under the writer lock.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.errors import StoreNotFoundError
+from harness.store._files import (
+    BLOBS,
+    HEAD,
+    JOURNAL,
+    LOCK_COPY,
+    MANIFEST,
+    RECORDS,
+    SCHEDULE_COPY,
+    Line,
+    LineFault,
+    blob_name,
+    has_valid_line_after,
+    is_blob_name,
+    iter_lines,
+    parse_line,
+)
+from harness.store._journal import RangeEntry, bind_range
+from harness.store._model import (
+    BeginEntry,
+    CellRecord,
+    EndEntry,
+    GenesisRecord,
+    Head,
+    JournalEntry,
+    JournalPos,
+    Manifest,
+    Record,
+    SessionEntry,
+    VerifyCode,
+    VerifyReport,
+    VerifyStatus,
+)
+
+__all__ = ["Fault", "Scan", "expected_manifest", "scan"]
+
+_RECORD: Final = msgspec.json.Decoder(Record)
+_ENTRY: Final = msgspec.json.Decoder(JournalEntry)
+_HEAD: Final = msgspec.json.Decoder(Head)
+_MANIFEST: Final = msgspec.json.Decoder(Manifest)
+_ROWS: Final = msgspec.json.Decoder(list[dict[str, Any]])
+
+_RECORD_LINE_CODE: Final = {
+    "incomplete": VerifyCode.RECORD_MALFORMED,
+    "malformed": VerifyCode.RECORD_MALFORMED,
+    "hash": VerifyCode.RECORD_HASH_MISMATCH,
+}
+_JOURNAL_LINE_CODE: Final = {
+    "incomplete": VerifyCode.JOURNAL_MALFORMED,
+    "malformed": VerifyCode.JOURNAL_MALFORMED,
+    "hash": VerifyCode.JOURNAL_HASH_MISMATCH,
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A reason code and one line saying where and why."""
+
+    code: VerifyCode
+    reason: str
+
+
+@dataclass
+class Scan:
+    """Everything verification learned; the writer and finalize reuse it under the lock."""
+
+    root: Path
+    report: VerifyReport
+    lock_digest: str | None = None
+    schedule_digest: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    row_bytes: list[bytes] = field(default_factory=list)
+    row_digests: list[str] = field(default_factory=list)
+    genesis: GenesisRecord | None = None
+    cells: list[CellRecord] = field(default_factory=list)
+    record_hashes: list[str] = field(default_factory=list)
+    records_end: int = 0
+    records_size: int = 0
+    journal: list[RangeEntry] = field(default_factory=list)
+    journal_end: int = 0
+    journal_size: int = 0
+    bound_journal: int = 0
+    blobs: set[str] = field(default_factory=set)
+    head_lags: bool = False
+    manifest: Manifest | None = None
+
+    @property
+    def records(self) -> int:
+        """Valid records (genesis included)."""
+        return len(self.record_hashes)
+
+    @property
+    def pending(self) -> list[RangeEntry]:
+        """Valid journal entries no record binds yet."""
+        return self.journal[self.bound_journal :]
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return None
+
+
+def _short(digest: str | None) -> str:
+    return "none" if digest is None else digest[:19] + "..."
+
+
+class _Scanner:
+    """One pass over a run directory; collects the first tamper and the first torn fault."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tamper: Fault | None = None
+        self.torn: Fault | None = None
+        self.lock_fault: Fault | None = None
+        self.schedule_fault: Fault | None = None
+        self.journal_valid = 0
+        self.journal_tail_fault: LineFault | None = None
+        self.journal_tail_is_tamper = False
+        self.head: Head | None = None
+        self.manifest_digest: str | None = None
+        self.s = Scan(root=root, report=_EMPTY_REPORT)
+
+    def _tamper(self, code: VerifyCode, reason: str) -> None:
+        if self.tamper is None:
+            self.tamper = Fault(code, reason)
+
+    def _torn(self, code: VerifyCode, reason: str) -> None:
+        if self.torn is None:
+            self.torn = Fault(code, reason)
+
+    # --- inputs copies ------------------------------------------------------------------------
+
+    def copies(self) -> None:
+        lock = _read(self.root / LOCK_COPY)
+        if lock is None:
+            self.lock_fault = Fault(VerifyCode.LOCK_COPY_MISSING, f"{LOCK_COPY} is missing")
+            self._tamper(self.lock_fault.code, self.lock_fault.reason)
+        else:
+            self.s.lock_digest = digest_bytes(Domain.LOCK, lock)
+        schedule = _read(self.root / SCHEDULE_COPY)
+        if schedule is None:
+            self.schedule_fault = Fault(
+                VerifyCode.SCHEDULE_COPY_MISSING, f"{SCHEDULE_COPY} is missing"
+            )
+        else:
+            try:
+                rows = _ROWS.decode(schedule)
+            except msgspec.DecodeError as e:
+                self.schedule_fault = Fault(
+                    VerifyCode.SCHEDULE_COPY_MALFORMED, f"{SCHEDULE_COPY} is not a row list: {e}"
+                )
+            else:
+                if not rows:
+                    self.schedule_fault = Fault(
+                        VerifyCode.SCHEDULE_COPY_MALFORMED, f"{SCHEDULE_COPY} has no rows"
+                    )
+                elif canonical_bytes(rows) != schedule:
+                    self.schedule_fault = Fault(
+                        VerifyCode.SCHEDULE_COPY_MALFORMED,
+                        f"{SCHEDULE_COPY} is not in canonical form",
+                    )
+                else:
+                    self.s.rows = rows
+                    self.s.row_bytes = [canonical_bytes(row) for row in rows]
+                    self.s.row_digests = [
+                        digest_bytes(Domain.SCHEDULE_ROW, data) for data in self.s.row_bytes
+                    ]
+                    self.s.schedule_digest = digest_bytes(Domain.SCHEDULE, schedule)
+        if self.schedule_fault is not None:
+            self._tamper(self.schedule_fault.code, self.schedule_fault.reason)
+
+    def blobs(self) -> None:
+        directory = self.root / BLOBS
+        try:
+            names = sorted(os.listdir(directory))
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if not is_blob_name(name):
+                continue  # temp files of an interrupted put; never referenced
+            data = _read(directory / name)
+            if data is None:
+                continue
+            digest = digest_bytes(Domain.BLOB, data)
+            if blob_name(digest) == name:
+                self.s.blobs.add(digest)
+            else:
+                self._tamper(
+                    VerifyCode.BLOB_CORRUPT,
+                    f"blob {name[:12]}... does not hash to its name (content changed)",
+                )
+
+    # --- journal ------------------------------------------------------------------------------
+
+    def journal(self) -> None:
+        data = _read(self.root / JOURNAL)
+        if data is None:
+            self._tamper(VerifyCode.JOURNAL_MISSING, f"{JOURNAL} is missing")
+            data = b""
+        self.s.journal_size = len(data)
+        lines, stop, why = iter_lines(data, 0, Domain.JOURNAL_ENTRY)
+        session = -1
+        begun: dict[int, int] = {}
+        ended: set[int] = set()
+        for index, line in enumerate(lines):
+            fault = self._entry(index, line, session, begun, ended)
+            if fault is not None:
+                self._tamper(fault.code, fault.reason)
+                self.journal_tail_is_tamper = True
+                stop = line.start
+                break
+            entry = self.s.journal[-1].entry
+            if isinstance(entry, SessionEntry):
+                session = entry.seq
+        else:
+            if why is not None:
+                if has_valid_line_after(data, stop, Domain.JOURNAL_ENTRY):
+                    self._tamper(
+                        VerifyCode.JOURNAL_DATA_AFTER_BAD_ENTRY,
+                        f"journal entry {len(lines)} at byte {stop} is bad ({why.text}) "
+                        "and correctly hashed entries follow it",
+                    )
+                    self.journal_tail_is_tamper = True
+                self.journal_tail_fault = why
+        self.journal_valid = len(self.s.journal)
+        self.s.journal_end = stop
+        if self.journal_valid == 0 and self.tamper is None:
+            self._tamper(
+                VerifyCode.JOURNAL_SESSION,
+                "journal lacks the session entry every store opens with",
+            )
+
+    def _entry(
+        self, index: int, line: Line, session: int, begun: dict[int, int], ended: set[int]
+    ) -> Fault | None:
+        where = f"journal entry {index}"
+        try:
+            entry = _ENTRY.decode(line.body)
+        except msgspec.DecodeError as e:
+            return Fault(VerifyCode.JOURNAL_BODY_INVALID, f"{where}: {e}")
+        if entry.seq != index:
+            return Fault(VerifyCode.JOURNAL_SEQ, f"{where} carries sequence number {entry.seq}")
+        prev = self.s.journal[-1].digest if self.s.journal else None
+        if entry.prev != prev:
+            return Fault(
+                VerifyCode.JOURNAL_PREV,
+                f"{where} links to {_short(entry.prev)}, expected {_short(prev)}",
+            )
+        if index == 0 and not isinstance(entry, SessionEntry):
+            return Fault(VerifyCode.JOURNAL_SESSION, "journal does not open with a session entry")
+        if isinstance(entry, BeginEntry):
+            begun[entry.seq] = session
+        elif isinstance(entry, EndEntry):
+            if begun.get(entry.begin_seq) != session or entry.begin_seq in ended:
+                return Fault(
+                    VerifyCode.JOURNAL_ATTEMPT,
+                    f"{where} ends attempt {entry.begin_seq}, which this writer session "
+                    "did not begin or already ended",
+                )
+            if list(entry.blobs) != sorted(set(entry.blobs)):
+                return Fault(VerifyCode.JOURNAL_BODY_INVALID, f"{where}: blobs not sorted unique")
+            for blob in entry.blobs:
+                if blob not in self.s.blobs:
+                    return Fault(
+                        VerifyCode.JOURNAL_BLOBS,
+                        f"{where} references blob {_short(blob)}, which is missing or corrupt",
+                    )
+            ended.add(entry.begin_seq)
+        self.s.journal.append(RangeEntry(line.digest, entry))
+        return None
+
+    # --- records ------------------------------------------------------------------------------
+
+    def records(self) -> tuple[bytes, Fault | None, LineFault | None]:
+        data = _read(self.root / RECORDS)
+        if data is None:
+            self._tamper(VerifyCode.RECORDS_MISSING, f"{RECORDS} is missing")
+            data = b""
+        self.s.records_size = len(data)
+        lines, stop, why = iter_lines(data, 0, Domain.STORE_RECORD)
+        for index, line in enumerate(lines):
+            fault = self._record(index, line)
+            if fault is not None:
+                self.s.records_end = line.start
+                return data, fault, None
+            self.s.record_hashes.append(line.digest)
+        self.s.records_end = stop
+        return data, None, why
+
+    def _record(self, index: int, line: Line) -> Fault | None:
+        where = f"record {index} (byte {line.start})"
+        try:
+            record = _RECORD.decode(line.body)
+        except msgspec.DecodeError as e:
+            return Fault(VerifyCode.RECORD_BODY_INVALID, f"{where}: {e}")
+        if isinstance(record, GenesisRecord) and index != 0:
+            return Fault(VerifyCode.RECORD_KIND, f"{where} is a second genesis record")
+        if isinstance(record, CellRecord) and index == 0:
+            return Fault(VerifyCode.RECORD_KIND, f"{where} is not a genesis record")
+        if record.seq != index:
+            return Fault(VerifyCode.RECORD_SEQ, f"{where} carries sequence number {record.seq}")
+        prev = self.s.record_hashes[-1] if self.s.record_hashes else None
+        if record.prev != prev:
+            return Fault(
+                VerifyCode.RECORD_PREV,
+                f"{where} links to {_short(record.prev)}, expected {_short(prev)}",
+            )
+        if isinstance(record, GenesisRecord):
+            return self._genesis(where, record)
+        return self._cell(where, record)
+
+    def _genesis(self, where: str, record: GenesisRecord) -> Fault | None:
+        if self.lock_fault is not None:
+            return self.lock_fault
+        if record.lock_digest != self.s.lock_digest:
+            return Fault(
+                VerifyCode.LOCK_COPY_MISMATCH,
+                f"{LOCK_COPY} hashes to {_short(self.s.lock_digest)}, "
+                f"genesis binds {_short(record.lock_digest)}",
+            )
+        if self.schedule_fault is not None:
+            return self.schedule_fault
+        if record.schedule_digest != self.s.schedule_digest or record.schedule_rows != len(
+            self.s.rows
+        ):
+            return Fault(
+                VerifyCode.SCHEDULE_COPY_MISMATCH,
+                f"{SCHEDULE_COPY} ({len(self.s.rows)} rows, {_short(self.s.schedule_digest)}) "
+                f"is not the schedule genesis binds ({record.schedule_rows} rows, "
+                f"{_short(record.schedule_digest)})",
+            )
+        self.s.genesis = record
+        return None
+
+    def _cell(self, where: str, record: CellRecord) -> Fault | None:
+        if record.row_index != record.seq - 1:
+            return Fault(
+                VerifyCode.ROW_INDEX,
+                f"{where} holds schedule row {record.row_index}; the next row is {record.seq - 1}",
+            )
+        if record.row_index >= len(self.s.rows):
+            return Fault(
+                VerifyCode.ROW_OUT_OF_RANGE,
+                f"{where} holds row {record.row_index}; the schedule has {len(self.s.rows)} rows",
+            )
+        if record.row_digest != self.s.row_digests[record.row_index] or (
+            canonical_bytes(record.row) != self.s.row_bytes[record.row_index]
+        ):
+            return Fault(
+                VerifyCode.ROW_MISMATCH,
+                f"{where}: its row differs from schedule row {record.row_index}",
+            )
+        fault = self._journal_binding(where, record)
+        if fault is not None:
+            return fault
+        self.s.cells.append(record)
+        self.s.bound_journal = record.journal.count
+        return None
+
+    def _journal_binding(self, where: str, record: CellRecord) -> Fault | None:
+        pos = record.journal
+        start = self.s.bound_journal
+        if pos.count < start:
+            return Fault(
+                VerifyCode.RECORD_JOURNAL,
+                f"{where} binds journal count {pos.count}, before the previous record's {start}",
+            )
+        if pos.count > self.journal_valid:
+            tail = "" if self.journal_tail_fault is None else f" ({self.journal_tail_fault.text})"
+            return Fault(
+                VerifyCode.RECORD_JOURNAL,
+                f"{where} binds {pos.count} journal entries; only {self.journal_valid} "
+                f"verify{tail}",
+            )
+        head = self.s.journal[pos.count - 1].digest if pos.count else None
+        if pos.head != head:
+            return Fault(
+                VerifyCode.RECORD_JOURNAL,
+                f"{where} binds journal head {_short(pos.head)}, the journal has {_short(head)}",
+            )
+        entries = self.s.journal[start : pos.count]
+        for item in entries:
+            if isinstance(item.entry, SessionEntry) and item.entry.records != record.seq:
+                return Fault(
+                    VerifyCode.RECORD_JOURNAL,
+                    f"{where}: session entry {item.entry.seq} says {item.entry.records} records "
+                    f"preceded it, but {record.seq} do",
+                )
+        binding = bind_range(entries)
+        if isinstance(binding, str):
+            return Fault(VerifyCode.RECORD_JOURNAL, f"{where}: {binding}")
+        if binding.open_current:
+            return Fault(
+                VerifyCode.RECORD_ATTEMPTS,
+                f"{where} was committed with attempt {binding.open_current[0]} still open",
+            )
+        if binding.attempts != record.attempts:
+            return Fault(
+                VerifyCode.RECORD_ATTEMPTS,
+                f"{where} binds {len(record.attempts)} attempts; its journal range holds "
+                f"{len(binding.attempts)} (or they differ)",
+            )
+        if list(record.blobs) != sorted(set(record.blobs)):
+            return Fault(VerifyCode.RECORD_BLOBS, f"{where}: blobs are not sorted and unique")
+        missing = binding.end_blobs.difference(record.blobs)
+        if missing:
+            return Fault(
+                VerifyCode.RECORD_BLOBS,
+                f"{where} omits blob {_short(min(missing))} its attempts reference",
+            )
+        for blob in record.blobs:
+            if blob not in self.s.blobs:
+                return Fault(
+                    VerifyCode.RECORD_BLOBS,
+                    f"{where} references blob {_short(blob)}, which is missing or corrupt",
+                )
+        return None
+
+    # --- HEAD and classification --------------------------------------------------------------
+
+    def read_head(self) -> Head | Fault:
+        data = _read(self.root / HEAD)
+        if data is None:
+            return Fault(VerifyCode.HEAD_MISSING, f"{HEAD} is missing")
+        line = parse_line(data, 0, Domain.STORE_HEAD)
+        if isinstance(line, LineFault) or line.end != len(data):
+            text = line.text if isinstance(line, LineFault) else "extra bytes after the line"
+            return Fault(VerifyCode.HEAD_MALFORMED, f"{HEAD}: {text}")
+        try:
+            return _HEAD.decode(line.body)
+        except msgspec.DecodeError as e:
+            return Fault(VerifyCode.HEAD_MALFORMED, f"{HEAD}: {e}")
+
+    def classify(self, data: bytes, semantic: Fault | None, why: LineFault | None) -> None:
+        n = self.s.records
+        pos = self.s.records_end
+        hashes = self.s.record_hashes
+        head = self.read_head()
+        if isinstance(head, Head):
+            self.head = head
+        if semantic is not None:
+            self._tamper(semantic.code, semantic.reason)
+            return
+        if isinstance(head, Fault):
+            self._tamper(head.code, head.reason)
+            return
+        claimed = head.count
+        if why is not None:
+            where = f"record {n} (byte {pos})"
+            if claimed > n:
+                self._tamper(
+                    _RECORD_LINE_CODE[why.kind],
+                    f"{where}: {why.text}; {HEAD} claims {claimed} records",
+                )
+            elif has_valid_line_after(data, pos, Domain.STORE_RECORD):
+                self._tamper(
+                    VerifyCode.DATA_AFTER_BAD_RECORD,
+                    f"{where}: {why.text}, and correctly hashed records follow it",
+                )
+            elif claimed == n and n > 0 and head.head == hashes[-1]:
+                self._torn(
+                    VerifyCode.RECORDS_TORN_TAIL,
+                    f"{where}: {why.text}; {len(data) - pos} bytes {HEAD} does not claim "
+                    "(torn final append, recoverable)",
+                )
+            elif claimed == n:
+                self._tamper(
+                    VerifyCode.HEAD_HASH_MISMATCH,
+                    f"{HEAD} names {_short(head.head)} as record {n - 1}",
+                )
+            else:
+                self._tamper(
+                    VerifyCode.HEAD_BEHIND,
+                    f"{HEAD} claims {claimed} records; {n} verify before a bad tail",
+                )
+            return
+        if claimed > n:
+            self._tamper(
+                VerifyCode.HEAD_AHEAD,
+                f"{HEAD} claims {claimed} records; the log holds {n} (records removed)",
+            )
+        elif claimed == n:
+            if head.head != hashes[-1]:
+                self._tamper(
+                    VerifyCode.HEAD_HASH_MISMATCH,
+                    f"{HEAD} names {_short(head.head)} as record {n - 1}, "
+                    f"which hashes to {_short(hashes[-1])}",
+                )
+        elif claimed == n - 1:
+            if head.head != hashes[-2]:
+                self._tamper(
+                    VerifyCode.HEAD_HASH_MISMATCH,
+                    f"{HEAD} names {_short(head.head)} as record {n - 2}",
+                )
+            else:
+                self.s.head_lags = True
+                self._torn(
+                    VerifyCode.HEAD_LAGS,
+                    f"record {n - 1} is complete but {HEAD} still claims {claimed} "
+                    "(crash between record fsync and HEAD replace, recoverable)",
+                )
+        else:
+            self._tamper(VerifyCode.HEAD_BEHIND, f"{HEAD} claims {claimed} records; {n} verify")
+
+    def pending(self) -> None:
+        n = self.s.records
+        entries = self.s.pending
+        for item in entries:
+            if isinstance(item.entry, SessionEntry) and item.entry.records != n:
+                self._tamper(
+                    VerifyCode.JOURNAL_SESSION,
+                    f"journal entry {item.entry.seq} says {item.entry.records} records "
+                    f"preceded it, but the log holds {n}",
+                )
+                return
+        binding = bind_range(entries)
+        if isinstance(binding, str):
+            self._tamper(VerifyCode.JOURNAL_ATTEMPT, binding)
+            return
+        if self.journal_tail_fault is not None and not self.journal_tail_is_tamper:
+            self._torn(
+                VerifyCode.JOURNAL_TORN_TAIL,
+                f"journal entry {self.journal_valid} (byte {self.s.journal_end}): "
+                f"{self.journal_tail_fault.text}; no record binds it (torn append, recoverable)",
+            )
+
+    def manifest(self) -> None:
+        data = _read(self.root / MANIFEST)
+        if data is None:
+            return
+        line = parse_line(data, 0, Domain.STORE_MANIFEST)
+        if isinstance(line, LineFault) or line.end != len(data):
+            code = (
+                VerifyCode.MANIFEST_HASH_MISMATCH
+                if isinstance(line, LineFault) and line.kind == "hash"
+                else VerifyCode.MANIFEST_MALFORMED
+            )
+            text = line.text if isinstance(line, LineFault) else "extra bytes after the line"
+            self._tamper(code, f"{MANIFEST}: {text}")
+            return
+        try:
+            manifest = _MANIFEST.decode(line.body)
+        except msgspec.DecodeError as e:
+            self._tamper(VerifyCode.MANIFEST_MALFORMED, f"{MANIFEST}: {e}")
+            return
+        if self.tamper is not None:
+            return
+        if self.torn is not None:
+            self._tamper(
+                VerifyCode.FINALIZED_TAIL,
+                f"store is finalized, yet: {self.torn.reason}",
+            )
+            return
+        expected = expected_manifest(self.s)
+        if expected is None:
+            self._tamper(VerifyCode.MANIFEST_MISMATCH, f"{MANIFEST} seals an incomplete store")
+            return
+        for name in Manifest.__struct_fields__:
+            if getattr(manifest, name) != getattr(expected, name):
+                self._tamper(
+                    VerifyCode.MANIFEST_MISMATCH,
+                    f"{MANIFEST} pins {name}={getattr(manifest, name)!r}; "
+                    f"the store has {getattr(expected, name)!r}",
+                )
+                return
+        self.s.manifest = manifest
+        self.manifest_digest = line.digest
+
+    def report(self) -> VerifyReport:
+        s = self.s
+        if self.tamper is not None:
+            status, fault = VerifyStatus.TAMPER, self.tamper
+        elif self.torn is not None:
+            status, fault = VerifyStatus.TORN, self.torn
+        else:
+            cells = max(s.records - 1, 0)
+            sealed = "" if self.manifest_digest is None else ", finalized"
+            status, fault = (
+                VerifyStatus.OK,
+                Fault(VerifyCode.OK, f"{s.records} records ({cells} cells) verified{sealed}"),
+            )
+        genesis = s.genesis
+        return VerifyReport(
+            status=status,
+            code=fault.code,
+            reason=fault.reason,
+            records=s.records,
+            cells=max(s.records - 1, 0),
+            head=s.record_hashes[-1] if s.record_hashes else None,
+            head_claimed=None if self.head is None else self.head.count,
+            torn_bytes=s.records_size - s.records_end,
+            journal_entries=self.journal_valid,
+            journal_torn_bytes=s.journal_size - s.journal_end,
+            pending_attempts=sum(1 for item in s.pending if isinstance(item.entry, BeginEntry)),
+            lock_digest=None if genesis is None else genesis.lock_digest,
+            schedule_digest=None if genesis is None else genesis.schedule_digest,
+            schedule_rows=0 if genesis is None else genesis.schedule_rows,
+            manifest_digest=self.manifest_digest if status is VerifyStatus.OK else None,
+        )
+
+
+_EMPTY_REPORT: Final = VerifyReport(
+    status=VerifyStatus.TAMPER,
+    code=VerifyCode.RECORDS_MISSING,
+    reason="not scanned",
+    records=0,
+    cells=0,
+    head=None,
+    head_claimed=None,
+    torn_bytes=0,
+    journal_entries=0,
+    journal_torn_bytes=0,
+    pending_attempts=0,
+    lock_digest=None,
+    schedule_digest=None,
+    schedule_rows=0,
+    manifest_digest=None,
+)
+
+
+def expected_manifest(s: Scan) -> Manifest | None:
+    """The manifest that seals ``s`` as it stands, or None when genesis does not verify."""
+    if s.genesis is None or not s.record_hashes:
+        return None
+    pending = [item for item in s.pending if isinstance(item.entry, BeginEntry)]
+    journal = JournalPos(count=len(s.journal), head=s.journal[-1].digest if s.journal else None)
+    referenced: set[str] = set()
+    for cell in s.cells:
+        referenced.update(cell.blobs)
+    for item in s.pending:
+        if isinstance(item.entry, EndEntry):
+            referenced.update(item.entry.blobs)
+    return Manifest(
+        lock_digest=s.genesis.lock_digest,
+        schedule_digest=s.genesis.schedule_digest,
+        schedule_rows=s.genesis.schedule_rows,
+        records=s.records,
+        cells=len(s.cells),
+        audit_groups=len(s.cells),
+        head=s.record_hashes[-1],
+        journal=journal,
+        attempts=sum(len(cell.attempts) for cell in s.cells),
+        orphaned_attempts=sum(
+            1 for cell in s.cells for attempt in cell.attempts if attempt.orphaned
+        ),
+        unbound_attempts=tuple(item.entry.seq for item in pending),
+        blobs=len(referenced),
+    )
+
+
+def scan(root: Path) -> Scan:
+    """Verify the run directory ``root``; never writes.
+
+    Raises:
+        StoreNotFoundError: ``root`` is not a directory holding a store.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise StoreNotFoundError(f"no store at {root}")
+    if not (root / RECORDS).exists() and not (root / HEAD).exists():
+        raise StoreNotFoundError(f"{root} is not a run store (no {RECORDS} and no {HEAD})")
+    scanner = _Scanner(root)
+    scanner.copies()
+    scanner.blobs()
+    scanner.journal()
+    data, semantic, why = scanner.records()
+    scanner.classify(data, semantic, why)
+    scanner.pending()
+    scanner.manifest()
+    scanner.s.report = scanner.report()
+    return scanner.s
