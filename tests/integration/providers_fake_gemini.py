@@ -249,7 +249,9 @@ class FakeGemini:
     def __init__(self) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
