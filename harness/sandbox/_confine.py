@@ -51,7 +51,6 @@ _AT_FDCWD = -100
 _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 0x1
 _MOUNT_ATTR_NOSUID = 0x2
-_MOUNT_ATTR_NODEV = 0x4
 _PR_SET_DUMPABLE = 4
 _PR_GET_SECCOMP = 21
 _PR_CAPBSET_DROP = 24
@@ -183,7 +182,8 @@ def _unshare(libc: ctypes.CDLL, names: list[str]) -> None:
 
 def _readonly_root(libc: ctypes.CDLL) -> None:
     attr = _MountAttr(
-        attr_set=_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV,
+        # Not NODEV: /dev/null must stay usable; not NOEXEC: extension modules are mmapped.
+        attr_set=_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID,
         attr_clr=0,
         propagation=0,
         userns_fd=0,

@@ -92,11 +92,11 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "response": request["args"]}
     try:
         from harness.tools.catalog import call_tool
-    except Exception as e:  # a missing or broken catalog is the call's failure, not a crash
+    except Exception as e:  # noqa: BLE001 - a missing or broken catalog fails the call, not the child
         return {"ok": False, "error": {"kind": "catalog_unavailable", "message": repr(e)}}
     try:
         response = call_tool(request["world"], tool_id, request["args"])
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a tool's exception is its reply, not a crash
         return {
             "ok": False,
             "error": {"kind": "tool_exception", "message": f"{type(e).__name__}: {e}"},
@@ -143,7 +143,10 @@ def main(argv: list[str]) -> int:
         return _bad_request("tool_id is not a string")
     try:
         _reply(_call(request))
-    except (TypeError, ValueError) as e:  # the tool answered with something JSON cannot carry (NaN, cycles)
+    except (
+        TypeError,
+        ValueError,
+    ) as e:  # the tool answered with something JSON cannot carry (NaN, cycles)
         _reply({"ok": False, "error": {"kind": "unencodable_response", "message": str(e)}})
     return EXIT_OK
 

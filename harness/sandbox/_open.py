@@ -1,0 +1,186 @@
+"""Pick and prove the sandbox backend for this machine, or refuse in one sentence.
+
+On Linux the tiers of the pinned policy are tried in order; on macOS the Seatbelt profile is
+checked statically and then tried. A backend or tier counts only once a real confined child
+has answered the echo control correctly: nothing is assumed from kernel version or flags.
+Elsewhere, or when nothing can be proven, :class:`SandboxUnavailableError` says what is
+missing. The chosen backend, tier and Landlock ABI are logged (``sandbox.backend``).
+
+This module does not run the denial probes (``_probes`` does, and preflight requires them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Final
+
+from harness.errors import SandboxError, SandboxPolicyError, SandboxUnavailableError
+from harness.log import get_logger
+from harness.sandbox._backend import ChildBackend, Limits, resolve_interpreter
+from harness.sandbox._linux import LinuxBackend, kernel_landlock_abi
+from harness.sandbox._policy import (
+    default_seatbelt_profile_path,
+    load_linux_policy,
+    profile_digest,
+    read_profile_bytes,
+)
+from harness.sandbox._result import ToolCallResult
+from harness.sandbox._sbpl import check_profile
+from harness.sandbox._seatbelt import SANDBOX_EXEC, SeatbeltBackend
+
+__all__ = ["SELF_TEST_TIMEOUT_S", "default_project_root", "open_backend", "self_test"]
+
+SELF_TEST_TIMEOUT_S: Final = 20.0
+_log = get_logger("harness.sandbox")
+
+
+def default_project_root() -> Path:
+    """The directory holding the ``harness`` package this process imported."""
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def self_test(backend: ChildBackend, *, timeout_s: float = SELF_TEST_TIMEOUT_S) -> str | None:
+    """Run the echo control through ``backend``; None when it answered correctly, else why not."""
+    args = {"control": "echo", "values": [0, 1.5, "text", None, True, {"nested": []}]}
+    result: ToolCallResult = backend.call(
+        {"tool_id": "echo", "args": args, "world": {}}, timeout_s=timeout_s
+    )
+    if not result:
+        return f"{result.outcome}: {result.error}"
+    if result.response != args:
+        return f"the echo control answered {result.response!r}, not its arguments"
+    return None
+
+
+def open_backend(
+    *,
+    tier: str | None = None,
+    policy_path: Path | None = None,
+    interpreter: str | os.PathLike[str] | None = None,
+    project_root: Path | None = None,
+    limits: Limits | None = None,
+    self_test_timeout_s: float = SELF_TEST_TIMEOUT_S,
+) -> ChildBackend:
+    """Open the sandbox backend for this machine, proven by a confined echo control.
+
+    Args:
+        tier: on Linux, use only this tier of the policy (default: the first that works).
+        policy_path: the Linux policy or Seatbelt profile (default: the pinned file).
+        interpreter: the child's interpreter (default: this one, resolved to its binary).
+        project_root: the directory holding the ``harness`` package the child runs.
+        limits: request, reply and stderr size limits.
+        self_test_timeout_s: wall-clock limit for each proving child.
+
+    Raises:
+        SandboxUnavailableError: when no backend or tier can be proven here.
+        SandboxPolicyError: when the policy or profile file is unusable.
+        SandboxError: when the interpreter is not an executable binary.
+    """
+    interp = resolve_interpreter(interpreter if interpreter is not None else sys.executable)
+    root = (project_root if project_root is not None else default_project_root()).resolve()
+    if not (root / "harness" / "tools" / "worker.py").is_file():
+        raise SandboxError(f"{str(root)!r} holds no harness/tools/worker.py")
+    lim = limits if limits is not None else Limits()
+    platform: str = sys.platform  # a plain str: the checker must not drop the other branches
+    if platform == "linux":
+        return _open_linux(tier, policy_path, interp, root, lim, self_test_timeout_s)
+    if platform == "darwin":
+        if tier not in (None, "seatbelt"):
+            raise SandboxPolicyError(f"macOS has only the tier 'seatbelt', not {tier!r}")
+        return _open_seatbelt(policy_path, interp, root, lim, self_test_timeout_s)
+    raise SandboxUnavailableError(
+        f"cannot sandbox tool calls on platform {platform!r}: only Linux and macOS have a "
+        "sandbox backend"
+    )
+
+
+def _open_linux(
+    tier: str | None,
+    policy_path: Path | None,
+    interp: Path,
+    root: Path,
+    limits: Limits,
+    timeout_s: float,
+) -> ChildBackend:
+    loaded = load_linux_policy(policy_path)
+    names = [t.name for t in loaded.policy.tiers]
+    if tier is not None:
+        if tier not in names:
+            raise SandboxPolicyError(
+                f"no tier {tier!r} in the Linux sandbox policy (tiers: {', '.join(names)})"
+            )
+        names = [tier]
+    abi = kernel_landlock_abi()
+    reasons: list[str] = []
+    for name in names:
+        backend = LinuxBackend(
+            loaded=loaded,
+            tier=name,
+            interpreter=interp,
+            project_root=root,
+            limits=limits,
+            landlock_abi=abi,
+        )
+        why = self_test(backend, timeout_s=timeout_s)
+        if why is None:
+            info = backend.describe()
+            _log.info(
+                "sandbox.backend",
+                backend=info.backend,
+                tier=info.tier,
+                landlock_abi=info.landlock_abi,
+                profile_digest=info.profile_digest,
+            )
+            return backend
+        _log.warning("sandbox.tier_unavailable", tier=name, reason=why)
+        reasons.append(f"tier {name!r}: {why}")
+    raise SandboxUnavailableError(
+        "cannot sandbox tool calls on this machine, no tier of the Linux policy can be proven "
+        f"(Landlock ABI {abi or 'unavailable'}; " + "; ".join(reasons) + ")"
+    )
+
+
+def _open_seatbelt(
+    profile_path: Path | None,
+    interp: Path,
+    root: Path,
+    limits: Limits,
+    timeout_s: float,
+) -> ChildBackend:
+    if not os.access(SANDBOX_EXEC, os.X_OK):
+        raise SandboxUnavailableError(f"cannot sandbox tool calls: {SANDBOX_EXEC} is missing")
+    path = profile_path if profile_path is not None else default_seatbelt_profile_path()
+    data = read_profile_bytes(path, "Seatbelt profile")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SandboxPolicyError(f"the Seatbelt profile {str(path)!r} is not UTF-8") from e
+    problems = check_profile(text)
+    if problems:
+        raise SandboxPolicyError(
+            f"the Seatbelt profile {str(path)!r} is not deny-default as required: {problems[0]}"
+        )
+    backend = SeatbeltBackend(
+        profile_text=text,
+        profile_path=str(path),
+        profile_digest=profile_digest(data),
+        interpreter=interp,
+        project_root=root,
+        limits=limits,
+    )
+    why = self_test(backend, timeout_s=timeout_s)
+    if why is not None:
+        raise SandboxUnavailableError(
+            f"cannot sandbox tool calls: sandbox-exec with the pinned profile failed ({why})"
+        )
+    info = backend.describe()
+    _log.info(
+        "sandbox.backend",
+        backend=info.backend,
+        tier=info.tier,
+        landlock_abi=None,
+        profile_digest=info.profile_digest,
+    )
+    return backend

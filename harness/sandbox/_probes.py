@@ -1,0 +1,590 @@
+"""Denial probes: try to break out of the sandbox and judge by ground truth in the parent.
+
+First a positive control: a normal tool call (echo) must succeed, so a broken sandbox that
+kills every child is not mistaken for a strict one. Then one confined child (run exactly as a
+tool call is, through ``exec_file``) attempts every escape against targets the parent set up:
+
+- TCP and UDP to listeners the parent opened on 127.0.0.1 (never any other address), a Unix
+  socket by path and an abstract one: denied when nothing arrived at the parent's end;
+- creating a file in its working directory, /tmp, /var/tmp, /dev/shm and a store directory:
+  denied when no file appeared;
+- modifying, truncating, chmod, utime, setxattr and unlinking victim files: denied when the
+  victim is byte-for-byte and stat-for-stat unchanged;
+- reading planted credential variables (the environment it was offered holds them), the
+  environment of its parent and of another process of the same user, and a credential file:
+  denied when no secret appears anywhere in its stdout or stderr;
+- signalling another process of the same user: denied when that process is still alive;
+- spawning a subprocess (exec and fork): denied when no process was left in its session.
+
+The child's own report is shown beside each verdict but never decides one. A target the parent
+cannot set up on this machine (no /var/tmp, no user xattrs) is "not applicable" rather than
+silently passed; every other probe must be denied for the report to pass.
+
+This module does not pick a backend; it probes the one it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from harness.errors import SandboxProbeError
+from harness.log import get_logger
+from harness.sandbox._backend import ChildBackend
+from harness.sandbox._open import self_test
+from harness.sandbox._result import BackendInfo, RunResult
+from harness.sandbox._runner import child_env
+
+__all__ = ["PROBE_NAMES", "ProbeReport", "ProbeResult", "Verdict", "render_table", "run_probes"]
+
+PROBE_TIMEOUT_S: Final = 30.0
+_PROBE_CHILD: Final = Path(__file__).resolve().parent / "_probe_child.py"
+# The shared writable directories a tool must not leave anything in (targets, not used here).
+_SYSTEM_WRITE_DIRS: Final = {
+    "write_tmp": "/tmp",  # noqa: S108
+    "write_var_tmp": "/var/tmp",  # noqa: S108
+    "write_dev_shm": "/dev/shm",  # noqa: S108
+}
+_OPTIONAL: Final = frozenset({"write_var_tmp", "write_dev_shm", "victim_xattr"})
+_VICTIMS: Final = (
+    "victim_modify",
+    "victim_truncate",
+    "victim_chmod",
+    "victim_utime",
+    "victim_xattr",
+    "victim_unlink",
+)
+PROBE_NAMES: Final = (
+    "tcp_loopback",
+    "udp_loopback",
+    "unix_socket_path",
+    "unix_socket_abstract",
+    "write_cwd",
+    "write_tmp",
+    "write_var_tmp",
+    "write_dev_shm",
+    "write_store",
+    *_VICTIMS,
+    "credential_env",
+    "parent_environ",
+    "credential_file",
+    "signal_other",
+    "spawn_subprocess",
+)
+_PLANTED_ENV: Final = ("HARNESS_PROBE_CREDENTIAL", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+_VICTIM_MTIME_NS: Final = 1_000_000_000 * 1_000_000_000
+_log = get_logger("harness.sandbox")
+
+
+class Verdict(StrEnum):
+    """A probe's verdict. Wire strings are stable."""
+
+    DENIED = "denied"
+    ALLOWED = "allowed"
+    INCONCLUSIVE = "inconclusive"
+    NOT_APPLICABLE = "not_applicable"
+    PASSED = "passed"
+    """The positive control's verdict when the normal call succeeded."""
+    FAILED = "failed"
+    """The positive control's verdict when the normal call did not succeed."""
+
+
+class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One probe: what it targeted, the verdict, the parent's evidence, the child's view."""
+
+    name: str
+    target: str
+    verdict: Verdict
+    ground_truth: str
+    child_saw: str
+
+
+class ProbeReport(msgspec.Struct, frozen=True, kw_only=True):
+    """All probes against one backend. ``bool(report)`` is true only when everything held."""
+
+    backend: BackendInfo
+    positive_control: ProbeResult
+    probes: tuple[ProbeResult, ...]
+    child_exit_status: int | None
+
+    @property
+    def ok(self) -> bool:
+        """Positive control passed and every probe denied (optional targets may be absent)."""
+        if self.positive_control.verdict is not Verdict.PASSED:
+            return False
+        if tuple(p.name for p in self.probes) != PROBE_NAMES:
+            return False
+        return all(
+            p.verdict is Verdict.DENIED
+            or (p.verdict is Verdict.NOT_APPLICABLE and p.name in _OPTIONAL)
+            for p in self.probes
+        )
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def allowed(self) -> list[str]:
+        """Names of the probes that got through."""
+        return [p.name for p in self.probes if p.verdict is Verdict.ALLOWED]
+
+
+class _Snapshot(msgspec.Struct, frozen=True):
+    exists: bool
+    content: bytes = b""
+    mode: int = 0
+    mtime_ns: int = 0
+    xattrs: tuple[str, ...] = ()
+
+
+def _snapshot(path: Path) -> _Snapshot:
+    try:
+        st = path.lstat()
+        content = path.read_bytes()
+    except FileNotFoundError:
+        return _Snapshot(exists=False)
+    try:
+        xattrs = tuple(sorted(os.listxattr(path)))
+    except OSError:
+        xattrs = ()
+    return _Snapshot(
+        exists=True, content=content, mode=st.st_mode, mtime_ns=st.st_mtime_ns, xattrs=xattrs
+    )
+
+
+def _diff(before: _Snapshot, after: _Snapshot) -> str:
+    changes = [
+        name
+        for name, a, b in (
+            ("exists", before.exists, after.exists),
+            ("content", before.content, after.content),
+            ("mode", before.mode, after.mode),
+            ("mtime", before.mtime_ns, after.mtime_ns),
+            ("xattrs", before.xattrs, after.xattrs),
+        )
+        if a != b
+    ]
+    return ", ".join(changes)
+
+
+def _session_members(session: int) -> list[str]:
+    """Processes in ``session`` other than its leader, as ``pid:comm`` (read from /proc)."""
+    found: list[str] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == session:
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == session:
+            found.append(f"{entry}:{comm}")
+    return found
+
+
+class _Targets:
+    """The live targets the parent opens for one probe run, and their controls."""
+
+    def __init__(self, base: Path, store_dir: Path | None, interpreter: str) -> None:
+        self.base = base
+        self.interpreter = interpreter
+        self.nonce = secrets.token_hex(12)
+        self.cwd = base / "cwd"
+        self.cwd.mkdir()
+        if store_dir is None:
+            self.store = base / "store"
+            self.store.mkdir()
+        elif store_dir.is_dir():
+            self.store = store_dir
+        else:
+            raise SandboxProbeError(f"the store directory {str(store_dir)!r} does not exist")
+        self.stack = contextlib.ExitStack()
+        self.tcp = self._listen(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0))
+        self.udp = self._listen(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
+        self.unix_path = str(base / "probe.sock")
+        self.unix = self._listen(socket.AF_UNIX, socket.SOCK_STREAM, self.unix_path)
+        self.abstract_name = f"harness-sandbox-probe-{self.nonce}"
+        self.abstract = self._listen(socket.AF_UNIX, socket.SOCK_STREAM, "\0" + self.abstract_name)
+        self.secrets = {name: f"{name.lower()}-{secrets.token_hex(16)}" for name in _PLANTED_ENV}
+        self.decoy_secret = f"decoy-credential-{secrets.token_hex(16)}"
+        self.file_secret = f"file-credential-{secrets.token_hex(16)}"
+        self.credential_file = base / "credential.txt"
+        self.credential_file.write_text(self.file_secret + "\n")
+        self.decoy = subprocess.Popen(
+            [interpreter, "-I", "-S", "-c", "import sys; sys.stdin.buffer.read()"],
+            stdin=subprocess.PIPE,
+            env={"HARNESS_PROBE_DECOY_CREDENTIAL": self.decoy_secret},
+            start_new_session=True,
+        )
+        self.stack.callback(self._stop_decoy)
+        self.creates: dict[str, Path | None] = {
+            "write_cwd": self.cwd / f"probe-{self.nonce}",
+            "write_store": self.store / f".sandbox-probe-{self.nonce}",
+        }
+        for name, directory in _SYSTEM_WRITE_DIRS.items():
+            self.creates[name] = self._writable(Path(directory), name)
+        victims_dir = base / "victims"
+        victims_dir.mkdir()
+        self.victims = {name: victims_dir / name for name in _VICTIMS}
+        for path in self.victims.values():
+            path.write_bytes(b"victim contents\n")
+            os.chmod(path, 0o644)
+            os.utime(path, ns=(_VICTIM_MTIME_NS, _VICTIM_MTIME_NS))
+        self.xattr_supported = self._xattr_control(base / "xattr-control")
+
+    def _listen(self, family: int, kind: int, address: Any) -> socket.socket:
+        sock = self.stack.enter_context(socket.socket(family, kind))
+        sock.bind(address)
+        if kind == socket.SOCK_STREAM:
+            sock.listen(16)
+        sock.setblocking(False)
+        self._control(sock, family, kind)
+        return sock
+
+    def _control(self, sock: socket.socket, family: int, kind: int) -> None:
+        """Prove the listener would notice a client: connect (or send) once and take it."""
+        address = sock.getsockname()
+        try:
+            with socket.socket(family, kind) as client:
+                client.settimeout(5.0)
+                if kind == socket.SOCK_STREAM:
+                    client.connect(address)
+                    with contextlib.closing(_accept_one(sock)):
+                        pass
+                else:
+                    client.sendto(b"control", address)
+                    if _recv_one(sock) != b"control":
+                        raise OSError("the control datagram did not arrive")
+        except OSError as e:
+            raise SandboxProbeError(f"the probe listener at {address!r} is not live: {e}") from e
+
+    def _writable(self, directory: Path, name: str) -> Path | None:
+        """The target path in ``directory``, or None when this user cannot write there at all."""
+        control = directory / f".harness-probe-control-{self.nonce}"
+        try:
+            control.write_bytes(b"")
+            control.unlink()
+        except OSError:
+            _log.info("sandbox.probe_not_applicable", probe=name, directory=str(directory))
+            return None
+        return directory / f"harness-sandbox-probe-{self.nonce}"
+
+    def _xattr_control(self, path: Path) -> bool:
+        path.write_bytes(b"")
+        try:
+            os.setxattr(path, "user.sandbox_probe", b"1")
+        except OSError:
+            return False
+        return True
+
+    def _stop_decoy(self) -> None:
+        if self.decoy.stdin is not None:
+            self.decoy.stdin.close()
+        try:
+            self.decoy.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            self.decoy.kill()
+            self.decoy.wait()
+
+    def job(self) -> bytes:
+        return json.dumps(
+            {
+                "nonce": self.nonce,
+                "tcp_port": self.tcp.getsockname()[1],
+                "udp_port": self.udp.getsockname()[1],
+                "unix_path": self.unix_path,
+                "unix_abstract": self.abstract_name,
+                "create": {k: str(v) for k, v in self.creates.items() if v is not None},
+                "victims": {k: str(v) for k, v in self.victims.items()},
+                "environ_pids": [os.getpid(), self.decoy.pid],
+                "credential_file": str(self.credential_file),
+                "signal_pid": self.decoy.pid,
+                "interpreter": self.interpreter,
+            }
+        ).encode()
+
+    def cleanup(self) -> None:
+        for path in self.creates.values():
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        self.stack.close()
+
+
+def _accept_one(sock: socket.socket) -> socket.socket:
+    conn, _ = sock.accept()
+    return conn
+
+
+def _recv_one(sock: socket.socket) -> bytes:
+    data, _ = sock.recvfrom(65536)
+    return data
+
+
+def _drain_stream(sock: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+def _drain_datagrams(sock: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            sock.recvfrom(65536)
+        except BlockingIOError:
+            return count
+        count += 1
+
+
+def _parent_environ_entries(child_visible: dict[str, str]) -> list[str]:
+    """This process's initial environment entries a child must never see (minus its own env)."""
+    try:
+        raw = Path(f"/proc/{os.getpid()}/environ").read_bytes()
+    except OSError:
+        return []
+    own = {f"{k}={v}" for k, v in child_visible.items()}
+    entries = [e.decode("latin-1") for e in raw.split(b"\0") if e]
+    return [e for e in entries if e not in own and len(e) >= 8]
+
+
+def run_probes(
+    backend: ChildBackend,
+    *,
+    store_dir: Path | None = None,
+    timeout_s: float = PROBE_TIMEOUT_S,
+) -> ProbeReport:
+    """Run the positive control, then every denial probe, against ``backend``.
+
+    Args:
+        backend: the opened backend, used exactly as tool calls use it.
+        store_dir: a store directory to try to write into (default: a fresh store-like one);
+            a file the child managed to create there is removed again.
+        timeout_s: wall-clock limit for the probe child.
+
+    Returns:
+        The report; ``bool(report)`` is true only when the control passed and all was denied.
+
+    Raises:
+        SandboxProbeError: when a target the parent opens is not live (so nothing is judged).
+    """
+    info = backend.describe()
+    why = self_test(backend)
+    control = ProbeResult(
+        name="positive_control",
+        target="echo tool call",
+        verdict=Verdict.PASSED if why is None else Verdict.FAILED,
+        ground_truth="the reply equals the arguments" if why is None else why,
+        child_saw="",
+    )
+    if why is not None:
+        _log.error("sandbox.positive_control_failed", reason=why)
+        not_run = tuple(
+            ProbeResult(
+                name=n,
+                target="",
+                verdict=Verdict.INCONCLUSIVE,
+                ground_truth="not run: the positive control failed",
+                child_saw="",
+            )
+            for n in PROBE_NAMES
+        )
+        return ProbeReport(
+            backend=info, positive_control=control, probes=not_run, child_exit_status=None
+        )
+    with tempfile.TemporaryDirectory(prefix="harness-sandbox-probe-") as tmp:
+        base = Path(tmp)
+        targets = _Targets(base, store_dir, str(backend.interpreter))
+        try:
+            report = _probe(backend, targets, info, control, timeout_s)
+        finally:
+            targets.cleanup()
+            shutil.rmtree(base / "victims", ignore_errors=True)
+    level = _log.info if report.ok else _log.error
+    level(
+        "sandbox.probes",
+        backend=info.backend,
+        tier=info.tier,
+        landlock_abi=info.landlock_abi,
+        ok=report.ok,
+        allowed=report.allowed(),
+    )
+    return report
+
+
+def _probe(
+    backend: ChildBackend,
+    t: _Targets,
+    info: BackendInfo,
+    control: ProbeResult,
+    timeout_s: float,
+) -> ProbeReport:
+    before = {name: _snapshot(path) for name, path in t.victims.items()}
+    env_source = dict(os.environ) | t.secrets
+    left_behind: list[str] = []
+    run: RunResult = backend.exec_file(
+        _PROBE_CHILD,
+        stdin=t.job(),
+        timeout_s=timeout_s,
+        cwd=t.cwd,
+        env_source=env_source,
+        on_exit=lambda pid: left_behind.extend(_session_members(pid)),
+    )
+    decoy_status = t.decoy.poll()
+    output = (run.stdout + b"\n" + run.stderr).decode("latin-1")
+    try:
+        report = json.loads(run.stdout)
+        attempts: dict[str, str] = report["attempts"] if report.get("done") is True else {}
+    except (ValueError, TypeError, AttributeError, KeyError):
+        attempts = {}
+    complete = set(PROBE_NAMES) - {n for n, p in t.creates.items() if p is None} <= set(attempts)
+
+    results: list[ProbeResult] = []
+
+    def judge(
+        name: str, target: str, breached: str | None, held: str, *, applicable: bool = True
+    ) -> None:
+        saw = attempts.get(name, "no report")
+        if not applicable:
+            verdict, truth = Verdict.NOT_APPLICABLE, "this machine has no such target"
+        elif breached:
+            verdict, truth = Verdict.ALLOWED, breached
+        elif not complete:
+            verdict = Verdict.INCONCLUSIVE
+            truth = f"the probe child did not finish (exit status {run.exit_status})"
+        else:
+            verdict, truth = Verdict.DENIED, held
+        results.append(
+            ProbeResult(
+                name=name, target=target, verdict=verdict, ground_truth=truth, child_saw=saw
+            )
+        )
+
+    def count(what: str, n: int) -> str | None:
+        return f"{n} {what} arrived at the parent's listener" if n else None
+
+    nothing_arrived = "nothing arrived at the parent's listener"
+    judge(
+        "tcp_loopback",
+        f"127.0.0.1:{t.tcp.getsockname()[1]}/tcp",
+        count("connection(s)", _drain_stream(t.tcp)),
+        nothing_arrived,
+    )
+    judge(
+        "udp_loopback",
+        f"127.0.0.1:{t.udp.getsockname()[1]}/udp",
+        count("datagram(s)", _drain_datagrams(t.udp)),
+        nothing_arrived,
+    )
+    judge(
+        "unix_socket_path",
+        t.unix_path,
+        count("connection(s)", _drain_stream(t.unix)),
+        nothing_arrived,
+    )
+    judge(
+        "unix_socket_abstract",
+        "@" + t.abstract_name,
+        count("connection(s)", _drain_stream(t.abstract)),
+        nothing_arrived,
+    )
+    for name in ("write_cwd", "write_tmp", "write_var_tmp", "write_dev_shm", "write_store"):
+        path = t.creates[name]
+        made = path is not None and os.path.lexists(path)
+        judge(
+            name,
+            str(path) if path is not None else _SYSTEM_WRITE_DIRS.get(name, ""),
+            f"{path} was created" if made else None,
+            "no file appeared",
+            applicable=path is not None,
+        )
+    for name, path in t.victims.items():
+        changed = _diff(before[name], _snapshot(path))
+        judge(
+            name,
+            str(path),
+            f"the victim changed: {changed}" if changed else None,
+            "the victim is unchanged (content, mode, mtime, xattrs)",
+            applicable=name != "victim_xattr" or t.xattr_supported,
+        )
+    nothing_leaked = "no secret in the child's stdout or stderr"
+    leaked = [name for name, value in t.secrets.items() if value in output]
+    judge(
+        "credential_env",
+        ", ".join(_PLANTED_ENV),
+        f"the child's output holds {', '.join(leaked)}" if leaked else None,
+        nothing_leaked,
+    )
+    parent_entries = _parent_environ_entries(child_env(env_source))
+    leaks = [e.split("=", 1)[0] for e in parent_entries if e in output]
+    if t.decoy_secret in output:
+        leaks.append(f"pid {t.decoy.pid}'s HARNESS_PROBE_DECOY_CREDENTIAL")
+    judge(
+        "parent_environ",
+        f"/proc/{os.getpid()}/environ, /proc/{t.decoy.pid}/environ",
+        f"the child's output holds {', '.join(leaks)}" if leaks else None,
+        nothing_leaked,
+    )
+    judge(
+        "credential_file",
+        str(t.credential_file),
+        "the child's output holds the file's secret" if t.file_secret in output else None,
+        nothing_leaked,
+    )
+    judge(
+        "signal_other",
+        f"pid {t.decoy.pid} (same user)",
+        f"it died with status {decoy_status}" if decoy_status is not None else None,
+        "the process is still alive",
+    )
+    judge(
+        "spawn_subprocess",
+        "exec and fork",
+        f"left in its session: {', '.join(left_behind)}" if left_behind else None,
+        "no other process in the child's session",
+    )
+    return ProbeReport(
+        backend=info,
+        positive_control=control,
+        probes=tuple(results),
+        child_exit_status=run.exit_status,
+    )
+
+
+def _rows(report: ProbeReport) -> Iterator[tuple[str, str, str, str, str]]:
+    for p in (report.positive_control, *report.probes):
+        yield (p.name, p.verdict.value, p.target, p.ground_truth, p.child_saw)
+
+
+def render_table(report: ProbeReport, *, width: int = 60) -> str:
+    """The report as a plain-text table, one row per probe, positive control first."""
+    head = ("probe", "verdict", "target", "ground truth", "child saw")
+
+    def clip(text: str) -> str:
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    rows = [head, *((a, b, clip(c), clip(d), clip(e)) for a, b, c, d, e in _rows(report))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

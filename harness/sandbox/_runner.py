@@ -1,0 +1,214 @@
+"""Spawn one child, feed its stdin, read its stdout and stderr within limits, and reap it.
+
+The child gets an explicit environment, no inherited descriptor but its three pipes
+(``close_fds``), and a session of its own, so its process group is exactly what it started. The
+wall-clock limit and the stdout limit both end in ``SIGKILL`` to the whole process group. The
+child's exit is observed without reaping it (``waitid(WNOWAIT)``), so its pid, and with it the
+process group id, cannot be reused while an ``on_exit`` hook looks at it and while stragglers
+are killed; only then is it reaped.
+
+This module neither builds the command line nor interprets the output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from harness.errors import SandboxError
+from harness.sandbox._result import RunResult
+
+__all__ = ["CHILD_ENV_ALLOWLIST", "child_env", "run_child"]
+
+_CHUNK: Final = 65536
+_POLL_S: Final = 0.0005
+
+# Inherited only so an interpreter that needs it can start; nothing else of the parent's
+# environment (credentials, HOME, proxies) reaches a child.
+CHILD_ENV_ALLOWLIST: Final = ("LD_LIBRARY_PATH",)
+_CHILD_ENV_FIXED: Final = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+
+
+def child_env(source: Mapping[str, str]) -> dict[str, str]:
+    """The environment a child gets: fixed values plus the allowlisted names from ``source``."""
+    env = dict(_CHILD_ENV_FIXED)
+    for name in CHILD_ENV_ALLOWLIST:
+        if name in source:
+            env[name] = source[name]
+    return env
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _exited(pid: int) -> bool:
+    """True once ``pid`` has exited; leaves it unreaped (a zombie keeps its pid and group)."""
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+    return info is not None
+
+
+def _wait_exit(pid: int, pidfd: int | None, deadline: float) -> bool:
+    """Wait until ``pid`` exits or ``deadline`` passes; True when it exited."""
+    if pidfd is not None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(pidfd, selectors.EVENT_READ)
+            sel.select(max(deadline - time.monotonic(), 0.0))
+        return _exited(pid)
+    while not _exited(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    stdin: bytes,
+    env: Mapping[str, str],
+    cwd: str,
+    timeout_s: float,
+    max_stdout: int,
+    max_stderr: int,
+    on_exit: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Run ``argv`` once and return what it did.
+
+    Args:
+        argv: the full command line (the first item an absolute path).
+        stdin: bytes written to the child's stdin, which is then closed.
+        env: the child's whole environment.
+        cwd: the child's working directory.
+        timeout_s: wall-clock limit from spawn; past it the process group is killed.
+        max_stdout: stdout bytes accepted; one more and the process group is killed.
+        max_stderr: how many trailing stderr bytes are kept.
+        on_exit: called with the child's pid after it exited and before its process group is
+            killed and it is reaped (the probes look for processes it left behind).
+
+    Raises:
+        SandboxError: when the child cannot be started at all.
+    """
+    if timeout_s <= 0:
+        raise SandboxError(f"timeout must be positive, got {timeout_s}")
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout_s
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise SandboxError(f"cannot start the sandbox child {argv[0]!r}: {e}") from e
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    pid = proc.pid
+    pidfd: int | None = None
+    if hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(pid)
+    in_fd, out_fd, err_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
+    for fd in (in_fd, out_fd, err_fd):
+        os.set_blocking(fd, False)
+    out = bytearray()
+    err = bytearray()
+    pending = memoryview(stdin)
+    timed_out = overflow = False
+    sel = selectors.DefaultSelector()
+    try:
+        if pending:
+            sel.register(in_fd, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        sel.register(out_fd, selectors.EVENT_READ)
+        sel.register(err_fd, selectors.EVENT_READ)
+        if pidfd is not None:
+            sel.register(pidfd, selectors.EVENT_READ)
+        open_pipes = {out_fd, err_fd}
+
+        def drain(fd: int) -> bool:
+            """Read what ``fd`` has now; True when stdout passed its limit."""
+            while True:
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    return False
+                if not chunk:
+                    sel.unregister(fd)
+                    open_pipes.discard(fd)
+                    return False
+                if fd == out_fd:
+                    out.extend(chunk)
+                    if len(out) > max_stdout:
+                        return True
+                else:
+                    err.extend(chunk)
+                    del err[:-max_stderr]
+
+        while open_pipes and not overflow:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(remaining):
+                fd = int(key.fd)
+                if fd == in_fd:
+                    try:
+                        written = os.write(in_fd, pending[:_CHUNK])
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:
+                        written = len(pending)  # the child stopped reading: its reply decides
+                    pending = pending[written:]
+                    if not pending:
+                        sel.unregister(in_fd)
+                        proc.stdin.close()
+                elif fd == pidfd:
+                    # The child is gone: what it wrote is in the pipes now. Descendants that
+                    # still hold them open must not keep the call waiting.
+                    sel.unregister(pidfd)
+                    for pipe in tuple(open_pipes):
+                        overflow = overflow or drain(pipe)
+                    open_pipes.clear()
+                    break
+                elif drain(fd):
+                    overflow = True
+                    break
+    finally:
+        sel.close()
+    if timed_out or overflow:
+        _kill_group(pid)
+    if not _wait_exit(pid, pidfd, deadline):
+        timed_out = True
+        _kill_group(pid)
+        _wait_exit(pid, pidfd, time.monotonic() + 10.0)
+    if on_exit is not None:
+        on_exit(pid)
+    _kill_group(pid)  # stragglers in its group; the unreaped leader keeps the id from reuse
+    status = proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    if pidfd is not None:
+        os.close(pidfd)
+    return RunResult(
+        exit_status=status,
+        stdout=bytes(out[: max_stdout + 1]),
+        stderr=bytes(err),
+        timed_out=timed_out,
+        stdout_overflow=overflow,
+        elapsed_s=time.perf_counter() - start,
+    )
