@@ -14,7 +14,7 @@ critic's behaviour lives in ``sim_critic``.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -55,7 +55,7 @@ class CriticVerdict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """A critic's parsed output."""
 
     decision: CriticDecision
-    reason: str
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=_REASON_MAX)]
 
 
 CRITIC_OUTPUT_SCHEMA: Final[dict[str, Any]] = {
