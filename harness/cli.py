@@ -18,6 +18,7 @@ from harness import ect
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
+from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
 
 __all__ = ["main"]
@@ -106,3 +107,4 @@ def schema_cmd(kind: str) -> None:
 
 
 main.add_command(store_group)
+main.add_command(sandbox_group)
