@@ -103,6 +103,7 @@ class Scan:
     genesis: GenesisRecord | None = None
     cells: list[CellRecord] = field(default_factory=list)
     record_hashes: list[str] = field(default_factory=list)
+    record_starts: list[int] = field(default_factory=list)
     records_end: int = 0
     records_size: int = 0
     journal: list[RangeEntry] = field(default_factory=list)
@@ -317,6 +318,7 @@ class _Scanner:
                 self.s.records_end = line.start
                 return data, fault, None
             self.s.record_hashes.append(line.digest)
+            self.s.record_starts.append(line.start)
         self.s.records_end = stop
         return data, None, why
 

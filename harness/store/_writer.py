@@ -424,6 +424,7 @@ class RunStore:
         records = found.records
         head = found.record_hashes[-1]
         if found.head_lags:
+            _rewrite_last_record(durable, root, found.record_starts[-1], found.records_end)
             _replace_head(durable, root, records, head)
             _log.warning("store.head_advanced", store=str(root), records=records)
         if found.journal_end < found.journal_size:
@@ -753,6 +754,25 @@ class RunStore:
 def _replace_head(durable: Durable, root: Path, count: int, head: str) -> None:
     line, _ = encode_line(Domain.STORE_HEAD, canonical_bytes(Head(count=count, head=head)))
     durable.replace(root / HEAD, root / HEAD_TMP, line)
+
+
+def _rewrite_last_record(durable: Durable, root: Path, start: int, end: int) -> None:
+    """Write the record HEAD does not claim yet again, and fsync it.
+
+    Its first fsync may have failed (the writer then stopped); after a failed fsync the page
+    cache can hold bytes the disk does not, so the bytes are written anew before HEAD claims
+    them. A crash here leaves a torn tail: the record was never acknowledged.
+    """
+    path = root / RECORDS
+    line = path.read_bytes()[start:end]
+    fd = durable.open(path, _APPEND, RECORDS)
+    try:
+        durable.truncate(fd, start, RECORDS)
+        durable.fsync(fd, RECORDS)
+        durable.write_all(fd, line, RECORDS)
+        durable.fsync(fd, RECORDS)
+    finally:
+        durable.close(fd)
 
 
 def _cut_tail(durable: Durable, root: Path, name: str, keep: int) -> None:
