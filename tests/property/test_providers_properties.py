@@ -1,0 +1,120 @@
+"""Properties of the provider layer: stream draws, validation totality, blinding, determinism."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.canonical import canonical_bytes
+from harness.providers import SimulatedProvider, Stream, default_generation_config, memory_audit
+from harness.providers.blinding import WITHHELD_WORDS, blinding_findings
+from harness.providers.critic import (
+    CRITIC_OUTPUT_SCHEMA,
+    TaskBrief,
+    TraceStep,
+    critic_request,
+    critic_view,
+)
+from harness.providers.prompts import render_prompt
+from harness.providers.schema import validate
+
+WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+# Text that cannot spell a withheld word: its alphabet lacks the letter "l", "p" and "r".
+clean_text = st.text(alphabet="abcdeghijkmnoqstuvwxyz0123456789 _-", max_size=16)
+clean_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | clean_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(clean_text, inner, max_size=3),
+    max_leaves=15,
+)
+
+
+@given(
+    key=st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1), max_size=3),
+    label=st.text(max_size=8),
+    index=st.integers(0, 1000),
+)
+def test_stream_draws_are_in_range_and_repeatable(
+    key: dict[str, int], label: str, index: int
+) -> None:
+    a, b = Stream(key), Stream(dict(key))
+    u = a.uniform(label, index)
+    assert 0.0 <= u < 1.0
+    assert u == b.uniform(label, index)
+    assert a.below(label, 0.0, index) is False
+    assert a.below(label, 1.0, index) is True
+    assert a.choice(label, ["x", "y", "z"], index) in ("x", "y", "z")
+
+
+@given(instance=json_values)
+def test_validate_is_total_on_any_json(instance: Any) -> None:
+    findings = validate(instance, CRITIC_OUTPUT_SCHEMA)
+    assert all(" - at `$" in f for f in findings)
+    # Only a 2-field object can pass; anything else gets at least one finding.
+    if not (isinstance(instance, dict) and set(instance) == {"decision", "reason"}):
+        assert findings
+
+
+@given(
+    view=json_values,
+    word=st.sampled_from(WITHHELD_WORDS),
+    case=st.sampled_from([str.lower, str.upper, str.title]),
+)
+def test_blinding_catches_a_withheld_key_anywhere(view: Any, word: str, case: Any) -> None:
+    poisoned = {"outer": [view, {"inner": {f"x_{case(word)}_y": 1}}]}
+    assert "$.outer[1].inner." + f"x_{case(word)}_y" in blinding_findings(poisoned)
+
+
+@given(view=st.dictionaries(clean_text, clean_values, max_size=5))
+@settings(max_examples=50)
+def test_rendering_adds_no_withheld_word(view: dict[str, Any]) -> None:
+    for prompt_id in ("critic.v1", "full_trace_critic.v1", "planner.v1"):
+        for message in render_prompt(prompt_id, view):
+            assert WITHHELD.search(message.text) is None
+
+
+@given(
+    cell=st.text(min_size=1, max_size=20),
+    seed=st.integers(0, 2**31 - 1),
+    answer=clean_values,
+    statuses=st.lists(st.sampled_from(["ok", "error"]), max_size=5),
+)
+@settings(max_examples=40, deadline=None)
+def test_simulated_critic_is_deterministic_and_always_valid(
+    cell: str, seed: int, answer: Any, statuses: list[str]
+) -> None:
+    trace = tuple(
+        TraceStep(index=i, tool="t", arguments={}, status=s)  # type: ignore[arg-type]
+        for i, s in enumerate(statuses)
+    )
+    task = TaskBrief(task_id="t", question="q?", required_slots=("a", "b"))
+    request = critic_request(
+        critic_view(task, answer, trace, full_trace=False),
+        cell_id=cell,
+        seed=seed,
+        config=default_generation_config(),
+    )
+
+    def once() -> bytes:
+        audit, journal, _blobs = memory_audit()
+        result = trio.run(SimulatedProvider().generate, request, audit)
+        assert result.ok
+        return canonical_bytes(result) + b"".join(canonical_bytes(e) for e in journal.entries)
+
+    assert once() == once()
