@@ -279,8 +279,8 @@ class _Facts:
         self.sound = self.task_ok and self.intact and self.ok and self.validated
         scope = receipt.scope
         self.item = Item(receipt.value, scope.entity, scope.attribute, scope.level, scope.date)
-        # The scope alone (value blanked), so two receipts for the same scope collide.
-        self.scope_key = self.item._replace(value=None)
+        # The scope alone, so two receipts for the same scope collide.
+        self.scope_key = (scope.entity, scope.attribute, scope.level, scope.date)
 
 
 def _evidence_findings(
@@ -296,6 +296,47 @@ def _evidence_findings(
         report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
 
 
+def _sound_in_scope(
+    claim: Claim,
+    slot: SlotRequirement,
+    by_id: dict[str, Receipt | None],
+    task_id: str,
+    memo: dict[str, _Facts],
+) -> list[_Facts] | None:
+    """The cited receipts' facts when lines 11-15 would find nothing; else None.
+
+    A cheap all-or-nothing test; any doubt falls through to the full pass, which is the one
+    that names findings. It must never accept what the full pass would reject.
+    """
+    evidence = claim.evidence
+    if not evidence or not slot.min_evidence <= len(evidence) <= slot.max_evidence:
+        return None
+    facts_list: list[_Facts] = []
+    for rid in evidence:
+        facts = memo.get(rid)
+        if facts is None:
+            receipt = by_id.get(rid)
+            if receipt is None:
+                return None
+            facts = memo[rid] = _Facts(receipt, task_id)
+        facts_list.append(facts)
+    if len({f.scope_key for f in facts_list}) != len(facts_list):
+        return None  # a repeated citation or two receipts for one scope
+    rule = slot.scope
+    entities, attributes = frozenset(rule.entities), frozenset(rule.attributes)
+    levels, dates = frozenset(rule.levels), frozenset(rule.dates)
+    if all(
+        f.sound
+        and f.item.entity in entities
+        and f.item.attribute in attributes
+        and f.item.level in levels
+        and f.item.date in dates
+        for f in facts_list
+    ):
+        return facts_list
+    return None
+
+
 def _check_claim(
     index: int,
     claim: Claim,
@@ -305,6 +346,13 @@ def _check_claim(
     report: _Report,
     memo: dict[str, _Facts],
 ) -> None:
+    cited_facts = _sound_in_scope(claim, slot, by_id, task_id, memo)
+    if cited_facts is not None:
+        # Fast path: every citation is present, sound and in scope, so lines 11-15 report
+        # nothing; go straight to the transform and replay checks.
+        _check_transform(f"$.claims[{index}]", claim, slot, report)
+        _check_replay(f"$.claims[{index}]", claim, slot, cited_facts, False, report)
+        return
     base = f"$.claims[{index}]"
     cited: list[tuple[int, Receipt, _Facts]] = []
     cited_ids: set[str] = set()
@@ -320,7 +368,7 @@ def _check_claim(
     rule = slot.scope
     entities, attributes = frozenset(rule.entities), frozenset(rule.attributes)
     levels, dates = frozenset(rule.levels), frozenset(rule.dates)
-    scopes_seen: set[Item] = set()
+    scopes_seen: set[tuple[str, str, str, str | None]] = set()
     for position, rid in enumerate(claim.evidence):
         receipt = by_id.get(rid)
         if receipt is None:
@@ -368,6 +416,12 @@ def _check_claim(
             count,
         )
 
+    _check_transform(base, claim, slot, report)
+    # Lines 20-21: replay the declared transform over the cited values.
+    _check_replay(base, claim, slot, [facts for _, _, facts in cited], unavailable, report)
+
+
+def _check_transform(base: str, claim: Claim, slot: SlotRequirement, report: _Report) -> None:
     # Lines 17-18: the declared transform and its exact parameters are allowed.
     if claim.transform not in slot.transforms:
         allowed_ops = {type(t) for t in slot.transforms}
@@ -383,15 +437,12 @@ def _check_claim(
             _show(claim.transform),
         )
 
-    # Lines 20-21: replay the declared transform over the cited values.
-    _check_replay(base, claim, slot, cited, unavailable, report)
-
 
 def _check_replay(
     base: str,
     claim: Claim,
     slot: SlotRequirement,
-    cited: list[tuple[int, Receipt, _Facts]],
+    cited: list[_Facts],
     unavailable: bool,
     report: _Report,
 ) -> None:
@@ -401,7 +452,7 @@ def _check_replay(
     if unavailable:
         report.add(R.REPLAY_EVIDENCE_UNAVAILABLE, f"{base}.evidence")
         return
-    items = [facts.item for _, _, facts in cited]
+    items = [facts.item for facts in cited]
     try:
         result = replay(claim.transform, items)
     except ReplayError as e:
