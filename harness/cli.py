@@ -20,6 +20,7 @@ from harness.errors import HarnessError, InputError
 from harness.log import configure
 from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
+from harness.worlds._cli import COMMANDS as WORLDS_COMMANDS
 
 __all__ = ["main"]
 
@@ -108,3 +109,5 @@ def schema_cmd(kind: str) -> None:
 
 main.add_command(store_group)
 main.add_command(sandbox_group)
+for _command in WORLDS_COMMANDS:  # worlds show, tasks list, static export
+    main.add_command(_command)
