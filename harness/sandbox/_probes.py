@@ -178,8 +178,11 @@ def _diff(before: _Snapshot, after: _Snapshot) -> str:
     return ", ".join(changes)
 
 
-def _session_members(session: int) -> list[str]:
-    """Processes in ``session`` other than its leader, as ``pid:comm`` (read from /proc)."""
+def _session_members(session: int, *, include_zombies: bool = True) -> list[str]:
+    """Processes in ``session`` other than its leader, as ``pid:comm`` (read from /proc).
+
+    A zombie counts by default: it proves a process was started, even if it already ended.
+    """
     found: list[str] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == session:
@@ -190,7 +193,8 @@ def _session_members(session: int) -> list[str]:
             continue
         comm = stat[stat.find("(") + 1 : stat.rfind(")")]
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and int(fields[3]) == session:
+        in_session = len(fields) > 3 and int(fields[3]) == session
+        if in_session and (include_zombies or fields[0] != "Z"):
             found.append(f"{entry}:{comm}")
     return found
 
