@@ -109,8 +109,11 @@ class World(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     values: dict[str, dict[str, tuple[int | None, ...]]]
 
     def to_plain(self) -> dict[str, Any]:
-        """The world as plain JSON data: what ``harness.tools.catalog.call_tool`` reads."""
-        plain: dict[str, Any] = msgspec.to_builtins(self)
+        """The world as plain JSON data (dicts, lists, str, int, None): what tools read.
+
+        Exactly what a tool child decodes from the JSON it is sent.
+        """
+        plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         return plain
 
     def ids(self, level: Level) -> tuple[str, ...]:
