@@ -26,7 +26,6 @@ from harness.log import configure  # noqa: E402
 from harness.providers import (  # noqa: E402
     Credential,
     CredentialSource,
-    GeminiProvider,
     ProviderRequest,
     SimulatedProvider,
     default_generation_config,
@@ -38,6 +37,7 @@ from harness.providers.critic import (  # noqa: E402
     critic_request,
     critic_view,
 )
+from harness.providers.gemini import GeminiProvider  # noqa: E402
 
 CONFIG = default_generation_config()
 TASK = TaskBrief(task_id="agg-01", question="Total visits in D1?", required_slots=("total", "top"))

@@ -2,10 +2,12 @@
 
 One protocol (``Provider.generate(request, audit) -> ProviderResult``) with two
 implementations: the deterministic ``SimulatedProvider`` (the default; offline, labelled
-simulated everywhere) and ``GeminiProvider`` (gemini-2.5-flash through google-genai, with the
-single pre-output retry). Every attempt is journaled before and after it runs and recorded with
-hashes, content-addressed raw bytes, tokens, latency and estimated cost. Prompts are versioned
-files rendered from blinded views; credentials come only from an explicitly named source.
+simulated everywhere) and ``harness.providers.gemini.GeminiProvider`` (gemini-2.5-flash through
+google-genai, with the single pre-output retry; not re-exported here, so that importing the
+package does not import the SDK). Every attempt is journaled before and after it runs and
+recorded with hashes, content-addressed raw bytes, tokens, latency and estimated cost. Prompts
+are versioned files rendered from blinded views; credentials come only from an explicitly named
+source.
 
 This package does not decide anything about termination (that is the policies' job) and does
 not persist anything itself (the run store implements ``AttemptJournal`` and ``BlobSink``).
@@ -41,7 +43,7 @@ from harness.providers.credentials import (
     load_credential,
     scrub_ambient,
 )
-from harness.providers.gemini import PUBLIC_BASE_URL, GeminiProvider
+from harness.providers.endpoint import PUBLIC_BASE_URL
 from harness.providers.kinds import (
     PRE_OUTPUT_FAILURES,
     AttemptStatus,
@@ -74,7 +76,6 @@ __all__ = [
     "CredentialSource",
     "CriticBehaviour",
     "FailureKind",
-    "GeminiProvider",
     "GeminiSettings",
     "GenerationConfig",
     "MemoryBlobSink",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-import urllib.parse
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -43,12 +42,12 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harness.canonical import Domain, digest_bytes
-from harness.errors import ProviderSelectionError
 from harness.log import get_logger
 from harness.providers._capture import Capture, CapturingTransport, bind, unbind
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
 from harness.providers.config import GeminiSettings, config_digest
 from harness.providers.credentials import Credential, scrub_ambient
+from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
 from harness.providers.kinds import (
     PRE_OUTPUT_FAILURES,
     AttemptStatus,
@@ -59,9 +58,8 @@ from harness.providers.kinds import (
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.providers.schema import validate
 
-__all__ = ["PUBLIC_BASE_URL", "GeminiProvider", "check_base_url"]
+__all__ = ["GeminiProvider"]
 
-PUBLIC_BASE_URL: Final = "https://generativelanguage.googleapis.com/"
 _DETAIL_MAX: Final = 500
 _BLOCKING_FINISH: Final = frozenset(
     {
@@ -79,29 +77,6 @@ _BLOCKING_FINISH: Final = frozenset(
 _NOTHING_RECEIVED: Final = "Server disconnected without sending a response"
 
 _log = get_logger("harness.providers")
-
-
-def check_base_url(url: str) -> str:
-    """Return ``url`` if it is a usable endpoint base: http(s), a host, no credentials, no query.
-
-    Raises:
-        ProviderSelectionError: naming what is wrong with the URL.
-    """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProviderSelectionError(
-            f"--provider-base-url {url!r} must be an http:// or https:// URL with a host"
-        )
-    if parts.username is not None or parts.password is not None:
-        raise ProviderSelectionError(
-            "--provider-base-url must not embed credentials; use --credential-file or "
-            "--credential-env"
-        )
-    if parts.query or parts.fragment:
-        raise ProviderSelectionError(
-            f"--provider-base-url {url!r} must not have a query or fragment"
-        )
-    return url
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import msgspec
 
 from harness.errors import ProviderSelectionError
 from harness.providers.credentials import CredentialSource, load_credential
-from harness.providers.gemini import PUBLIC_BASE_URL, GeminiProvider, check_base_url
+from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
@@ -172,5 +172,8 @@ def open_provider(
         return SimulatedProvider()
     assert selection.credential is not None
     assert selection.base_url is not None
+    # Imported here: the SDK takes about half a second to import, and simulated runs never need it.
+    from harness.providers.gemini import GeminiProvider
+
     credential = load_credential(selection.credential, environ)
     return GeminiProvider(credential, base_url=selection.base_url, environ=environ)

@@ -17,13 +17,13 @@ from harness.errors import CredentialError
 from harness.providers import (
     Credential,
     CredentialSource,
-    GeminiProvider,
     ProviderName,
     load_credential,
     open_provider,
     scrub_ambient,
     select_provider,
 )
+from harness.providers.gemini import GeminiProvider
 
 KEY = "AIzaSECRET-credential-test-9876543210"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -41,7 +43,6 @@ from harness.providers import (
     Credential,
     CredentialSource,
     FailureKind,
-    GeminiProvider,
     GenerationConfig,
     MemoryBlobSink,
     MemoryJournal,
@@ -51,6 +52,7 @@ from harness.providers import (
     memory_audit,
 )
 from harness.providers.critic import TaskBrief, TraceStep, critic_request, critic_view
+from harness.providers.gemini import GeminiProvider
 
 KEY = "AIzaFAKE-test-key-0123456789abcdefghij"
 GOOD = {"decision": "complete", "reason": "The answer addresses the question."}
@@ -470,3 +472,9 @@ def test_gemini_parse_failure_is_a_result_not_an_exception(fake: FakeGemini) -> 
     assert record.status == AttemptStatus.FAILED
     assert record.failure_detail is not None
     assert record.failure_detail.startswith("output is not JSON")
+
+
+def test_importing_the_providers_package_does_not_import_the_sdk() -> None:
+    code = "import sys, harness.providers; print('google.genai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
