@@ -529,7 +529,7 @@ class RunStore:
 
     # --- blobs and journal --------------------------------------------------------------------
 
-    def put_blob(self, data: bytes) -> str:
+    def put_blob(self, data: bytes | bytearray | memoryview) -> str:
         """Store ``data`` content-addressed (temp, fsync, rename, directory fsync).
 
         Returns:
@@ -543,8 +543,8 @@ class RunStore:
         self._guard()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise RecordInvalidError(f"a blob must be bytes, got {type(data).__name__}")
-        data = bytes(data)
-        digest = digest_bytes(Domain.BLOB, data)
+        raw = bytes(data)
+        digest = digest_bytes(Domain.BLOB, raw)
         if digest in self._blobs:
             return digest
         directory = self._root / BLOBS
@@ -562,7 +562,7 @@ class RunStore:
         try:
             fd = self._durable.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob")
             try:
-                self._durable.write_all(fd, data, "a blob")
+                self._durable.write_all(fd, raw, "a blob")
                 self._durable.fsync(fd, "a blob")
             finally:
                 self._durable.close(fd)
@@ -663,12 +663,11 @@ class RunStore:
         expected = self._records - 1
         if isinstance(row_index, bool) or not isinstance(row_index, int):
             raise CommitOrderError(f"row index must be an integer, got {row_index!r}")
+        if expected >= len(self._rows):
+            raise CommitOrderError(
+                f"all {len(self._rows)} schedule rows are committed; row {row_index} has no place"
+            )
         if row_index != expected:
-            if expected >= len(self._rows):
-                raise CommitOrderError(
-                    f"all {len(self._rows)} schedule rows are committed; row {row_index} "
-                    "has no place"
-                )
             raise CommitOrderError(
                 f"cell for schedule row {row_index} is out of order: the next row is {expected} "
                 "(rows are never skipped, repeated or reordered)"
