@@ -78,6 +78,7 @@ EVIDENCE: Final = "evidence"
 
 _HEX_LEN: Final = 64
 _HEX: Final = re.compile(rb"[0-9a-f]{64}")
+_LINE_START: Final = re.compile(rb"(?=[0-9a-f]{64} )")
 _BLOB_NAME: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -149,21 +150,16 @@ def iter_lines(data: bytes, pos: int, domain: Domain) -> tuple[list[Line], int, 
 
 
 def has_valid_line_after(data: bytes, pos: int, domain: Domain) -> bool:
-    """True when any complete line at or after ``pos`` carries a correct hash.
+    """True when a complete, correctly hashed line starts anywhere at or after ``pos``.
 
     A crash during one append leaves a prefix, zeros, garbage or reordered blocks of that one
-    line; it never leaves a correctly hashed complete line behind a bad one. Finding one means
-    the bad bytes sit inside data, which no crash explains.
+    line, starting where the valid data ends; it never leaves a correctly hashed complete line
+    behind bad bytes. Finding one means the bad bytes sit inside data, which no crash explains.
+    Every offset where ``<64 hex> `` occurs is tried, so a line glued to garbage is found too.
     """
-    start = pos
-    while start < len(data):
-        newline = data.find(b"\n", start)
-        if newline < 0:
-            return False
-        # Each newline-terminated segment is tried as a line on its own.
-        if isinstance(parse_line(data, start, domain), Line):
+    for match in _LINE_START.finditer(data, pos):
+        if isinstance(parse_line(data, match.start(), domain), Line):
             return True
-        start = newline + 1
     return False
 
 
