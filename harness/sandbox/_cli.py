@@ -35,6 +35,13 @@ EXIT_OUTPUT_TOO_LARGE: Final = 125
 _TIER = click.option(
     "--tier", default=None, help="Linux: use only this tier of the policy (default: the best)."
 )
+_POLICY = click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The Linux policy or Seatbelt profile to use (default: the pinned one).",
+)
 
 
 def _header(info: BackendInfo) -> str:
@@ -52,6 +59,7 @@ def sandbox_group() -> None:
 
 @sandbox_group.command("probe")
 @_TIER
+@_POLICY
 @click.option(
     "--store-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -59,7 +67,9 @@ def sandbox_group() -> None:
     help="A store directory to try to write into (default: a fresh store-like one).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, not a table.")
-def probe_cmd(tier: str | None, store_dir: Path | None, as_json: bool) -> None:
+def probe_cmd(
+    tier: str | None, policy_path: Path | None, store_dir: Path | None, as_json: bool
+) -> None:
     """Try to break out of the sandbox; judge by ground truth; exit 1 if anything got through.
 
     A positive control (a normal tool call) runs first, so a broken sandbox is not mistaken
@@ -67,7 +77,7 @@ def probe_cmd(tier: str | None, store_dir: Path | None, as_json: bool) -> None:
     """
     if store_dir is not None and not store_dir.is_dir():
         raise InputError(f"the store directory {str(store_dir)!r} does not exist")
-    backend = open_backend(tier=tier)
+    backend = open_backend(tier=tier, policy_path=policy_path)
     report = run_probes(backend, store_dir=store_dir)
     if as_json:
         click.echo(msgspec.json.format(canonical_bytes(report), indent=2).decode())
@@ -88,6 +98,7 @@ def probe_cmd(tier: str | None, store_dir: Path | None, as_json: bool) -> None:
 @sandbox_group.command("exec")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @_TIER
+@_POLICY
 @click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True)
 @click.option(
     "--input",
@@ -96,7 +107,13 @@ def probe_cmd(tier: str | None, store_dir: Path | None, as_json: bool) -> None:
     default=None,
     help="Bytes for the child's stdin ('-' for this command's stdin; default: none).",
 )
-def exec_cmd(file: Path, tier: str | None, timeout_s: float, input_path: Path | None) -> None:
+def exec_cmd(
+    file: Path,
+    tier: str | None,
+    policy_path: Path | None,
+    timeout_s: float,
+    input_path: Path | None,
+) -> None:
     """Run FILE.py under exactly the confinement and command line a tool call uses.
 
     The child's stdout and stderr are passed through; the exit status is the child's (128+N
@@ -112,7 +129,7 @@ def exec_cmd(file: Path, tier: str | None, timeout_s: float, input_path: Path | 
             data = sys.stdin.buffer.read() if str(input_path) == "-" else input_path.read_bytes()
         except OSError as e:
             raise InputError(f"cannot read input file {str(input_path)!r}: {e.strerror}") from e
-    backend = open_backend(tier=tier)
+    backend = open_backend(tier=tier, policy_path=policy_path)
     run = backend.exec_file(file, stdin=data, timeout_s=timeout_s)
     sys.stdout.buffer.write(run.stdout)
     sys.stdout.flush()
@@ -129,9 +146,10 @@ def exec_cmd(file: Path, tier: str | None, timeout_s: float, input_path: Path | 
 
 @sandbox_group.command("describe")
 @_TIER
-def describe_cmd(tier: str | None) -> None:
+@_POLICY
+def describe_cmd(tier: str | None, policy_path: Path | None) -> None:
     """Prove the backend and print what it is (backend, tier, Landlock ABI, profile digest)."""
-    info = open_backend(tier=tier).describe()
+    info = open_backend(tier=tier, policy_path=policy_path).describe()
     click.echo(msgspec.json.format(canonical_bytes(info), indent=2).decode())
 
 
