@@ -65,7 +65,10 @@ def _set(path: tuple[str | int, ...], value: Any) -> Any:
         (_set(("tiers", 1, "name"), "userns"), r"tier names must be non-empty and distinct$"),
         (_set(("tiers", 0, "unshare"), ["user", "net"]), r"read-only without a mount namespace$"),
         (_set(("tiers", 0, "unshare"), ["net", "mount"]), r"without a user namespace$"),
-        (_set(("tiers", 0, "unshare"), ["user", "pid"]), r"Invalid enum value 'pid' - at `\$.tiers\[0\].unshare\[1\]`$"),
+        (
+            _set(("tiers", 0, "unshare"), ["user", "pid"]),
+            r"Invalid enum value 'pid' - at `\$.tiers\[0\].unshare\[1\]`$",
+        ),
         (_set(("tiers", 1, "no_new_privs"), False), r"needs no_new_privs for Landlock"),
         (_set(("landlock", "read"), ["relative/path"]), r"'relative/path' is not absolute$"),
         (_set(("landlock", "read_write"), ["/dev/null", "/tmp"]), r"only writable path must be"),
