@@ -111,8 +111,8 @@ def ensure_finite(obj: Any, path: str = "$") -> None:
 def _check_finite(obj: Any) -> None:
     try:
         suspect = _NON_FINITE_SUSPECT.search(_PACKER.encode(obj)) is not None
-    except (TypeError, ValueError, msgspec.EncodeError):
-        suspect = True
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        suspect = True  # e.g. an int beyond 64 bits, which MessagePack cannot carry
     if suspect:
         ensure_finite(obj)  # exact, slower: names the path of the offending number
 
