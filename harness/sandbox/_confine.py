@@ -16,8 +16,9 @@ Steps, in this order (each later step may forbid an earlier one):
 6. Landlock: every filesystem right of the running ABI handled, reads only on an allowlist,
    writes only to ``/dev/null``, TCP bind/connect handled with no rule, and the abstract Unix
    socket and signal scopes where the ABI has them;
-7. a seccomp filter (libseccomp, loaded by name) answering EPERM for socket creation, process
-   creation, ptrace and cross-process memory, io_uring, bpf, keys, namespaces, the mount family,
+7. a seccomp filter (compiled once by the parent with libseccomp, loaded here as BPF bytes with
+   the child's own pid patched in) answering EPERM for socket creation, process creation,
+   ptrace and cross-process memory, io_uring, bpf, keys, namespaces, the mount family,
    mode/owner/time/xattr changes and SysV/POSIX IPC objects; ``clone3`` answers ENOSYS so libc
    falls back to ``clone``, where only new threads are allowed; signals only to itself.
 
@@ -34,9 +35,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from typing import Any
+import struct
 
-__all__ = ["ConfineError", "apply", "landlock_abi"]
+# ``typing`` costs milliseconds to import, on every call: only the type checker sees it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["ConfineError", "apply", "compile_seccomp", "landlock_abi", "patch_pid"]
 
 # Linux UAPI constants (include/uapi/linux/{sched,mount,prctl,capability,landlock}.h).
 _CLONE_FLAGS = {
@@ -53,6 +59,7 @@ _MOUNT_ATTR_RDONLY = 0x1
 _MOUNT_ATTR_NOSUID = 0x2
 _PR_SET_DUMPABLE = 4
 _PR_GET_SECCOMP = 21
+_PR_SET_SECCOMP = 22
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_NO_NEW_PRIVS = 39
@@ -89,6 +96,8 @@ _SCMP_ACT_ERRNO = 0x00050000
 _NR_SCMP_ERROR = -1
 _SCMP_CMP_NE = 1
 _SCMP_CMP_MASKED_EQ = 7
+_BPF_INSN = struct.Struct("=HBBI")  # struct sock_filter: code, jt, jf, k
+_BPF_INSN_SIZE = _BPF_INSN.size
 _AF_INET = 2
 _SOCK_DGRAM = 2
 
@@ -305,7 +314,7 @@ def _landlock_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> N
         os.close(fd)
 
 
-def _seccomp(spec: dict[str, Any]) -> None:
+def _libseccomp() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     except OSError as e:
@@ -322,8 +331,23 @@ def _seccomp(spec: dict[str, Any]) -> None:
         ctypes.c_uint,
         ctypes.c_void_p,
     )
-    lib.seccomp_load.argtypes = (ctypes.c_void_p,)
+    lib.seccomp_export_bpf.argtypes = (ctypes.c_void_p, ctypes.c_int)
     lib.seccomp_release.argtypes = (ctypes.c_void_p,)
+    return lib
+
+
+def compile_seccomp(spec: dict[str, Any], *, pid: int) -> bytes:
+    """Compile the policy's seccomp rules to a classic BPF program (``struct sock_filter[]``).
+
+    Runs in the parent, once per backend: the child then loads the bytes with one ``prctl``
+    instead of loading libseccomp and building ~80 rules on every call. The only per-child
+    value, its own pid (signals may go only to itself), is compiled in as ``pid`` and patched
+    by the child (see :func:`patch_pid`).
+
+    Raises:
+        ConfineError: when libseccomp is missing, a syscall name is unknown, or a rule fails.
+    """
+    lib = _libseccomp()
     ctx = lib.seccomp_init(_SCMP_ACT_ALLOW)
     if not ctx:
         raise ConfineError("seccomp_init failed")
@@ -357,14 +381,51 @@ def _seccomp(spec: dict[str, Any]) -> None:
         if spec["deny_process_clone"]:
             # New threads (CLONE_THREAD) stay allowed; a new process does not.
             add(eperm, "clone", [_ArgCmp(0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0)])
-        own = os.getpid()
         for name in spec["signal_only_self"]:
-            add(eperm, name, [_ArgCmp(0, _SCMP_CMP_NE, own, 0)])
-        rc = lib.seccomp_load(ctx)
-        if rc != 0:
-            raise ConfineError(f"seccomp_load failed: {os.strerror(-rc)}")
+            add(eperm, name, [_ArgCmp(0, _SCMP_CMP_NE, pid, 0)])
+        # A BPF program is at most 4096 instructions (32 KiB): it fits a pipe's buffer whole.
+        read_fd, write_fd = os.pipe()
+        try:
+            rc = lib.seccomp_export_bpf(ctx, write_fd)
+            os.close(write_fd)
+            write_fd = -1
+            if rc != 0:
+                raise ConfineError(f"seccomp_export_bpf failed: {os.strerror(-rc)}")
+            chunks = []
+            while chunk := os.read(read_fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
     finally:
         lib.seccomp_release(ctx)
+    program = b"".join(chunks)
+    if not program or len(program) % _BPF_INSN_SIZE:
+        raise ConfineError("seccomp_export_bpf produced no whole BPF program")
+    return program
+
+
+def patch_pid(program: bytes, sentinel: int, pid: int) -> bytes:
+    """Replace the constant ``sentinel`` by ``pid`` in every BPF instruction that holds it."""
+    out = bytearray(program)
+    for offset in range(0, len(out), _BPF_INSN_SIZE):
+        code, jt, jf, k = _BPF_INSN.unpack_from(out, offset)
+        if k == sentinel:
+            _BPF_INSN.pack_into(out, offset, code, jt, jf, pid)
+    return bytes(out)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def _seccomp(libc: ctypes.CDLL, spec: dict[str, Any]) -> None:
+    program = patch_pid(bytes.fromhex(spec["bpf"]), int(spec["pid_sentinel"]), os.getpid())
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len=len(program) // _BPF_INSN_SIZE, filter=ctypes.addressof(buffer))
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        raise _fail("loading the seccomp filter (PR_SET_SECCOMP)")
 
 
 def _self_check(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
@@ -377,7 +438,7 @@ def _self_check(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
     if seccomp is not None:
         if libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) != _SECCOMP_MODE_FILTER:
             raise ConfineError("self-check: no seccomp filter is in force")
-        if "socket" in seccomp["deny"]:
+        if seccomp["denies_socket"]:
             fd = libc.socket(_AF_INET, _SOCK_DGRAM, 0)
             if fd >= 0:
                 os.close(fd)
@@ -398,7 +459,7 @@ def apply(policy: dict[str, Any]) -> dict[str, Any]:
     Args:
         policy: the tier as the parent instantiated it: ``tier``, ``unshare``, ``readonly_root``,
             ``not_dumpable``, ``drop_capabilities``, ``no_new_privs``, ``landlock`` (spec or
-            None), ``seccomp`` (spec or None).
+            None), ``seccomp`` (None, or ``bpf`` hex, ``pid_sentinel``, ``denies_socket``).
 
     Returns:
         What was applied: the tier name and the Landlock ABI in force (0 when not used).
@@ -422,6 +483,6 @@ def apply(policy: dict[str, Any]) -> dict[str, Any]:
     if policy["landlock"] is not None:
         abi = _landlock(libc, policy["landlock"])
     if policy["seccomp"] is not None:
-        _seccomp(policy["seccomp"])
+        _seccomp(libc, policy["seccomp"])
     _self_check(libc, policy)
     return {"tier": policy["tier"], "landlock_abi": abi}

@@ -13,13 +13,41 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Final
 
 from harness.sandbox import _confine
 from harness.sandbox._backend import ChildBackend, Limits
 from harness.sandbox._policy import LoadedPolicy, instantiate_tier
 from harness.sandbox._result import BackendInfo
 
-__all__ = ["LinuxBackend", "kernel_landlock_abi"]
+__all__ = ["LinuxBackend", "compile_seccomp_for_child", "kernel_landlock_abi"]
+
+# Stand-ins for the child's pid in the compiled filter: above any pid the kernel hands out
+# (pid_max <= 2**22) and unlike any syscall number, architecture tag or flag in the program.
+_PID_SENTINELS: Final = (0x7FFF_FF11, 0x7FFF_FF22)
+
+
+def compile_seccomp_for_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """Compile the policy's seccomp rules once, for every child of a backend.
+
+    The program is compiled twice with two different pid stand-ins and must differ exactly at
+    the instructions holding them, so patching the stand-in in the child can change nothing
+    else.
+
+    Raises:
+        _confine.ConfineError: when libseccomp is missing or a rule cannot be compiled, or the
+            stand-in is not where (and only where) the pid comparisons are.
+    """
+    first, second = (_confine.compile_seccomp(spec, pid=s) for s in _PID_SENTINELS)
+    if _confine.patch_pid(first, _PID_SENTINELS[0], 1) != _confine.patch_pid(
+        second, _PID_SENTINELS[1], 1
+    ) or (spec["signal_only_self"] and first == second):
+        raise _confine.ConfineError("the compiled seccomp program's pid comparisons are ambiguous")
+    return {
+        "bpf": first.hex(),
+        "pid_sentinel": _PID_SENTINELS[0],
+        "denies_socket": "socket" in spec["deny"],
+    }
 
 
 def kernel_landlock_abi() -> int:
@@ -45,6 +73,12 @@ class LinuxBackend(ChildBackend):
         self.tier = tier
         self.landlock_abi = landlock_abi
         self._prefix = str(interpreter.parent.parent)
+        self._seccomp: dict[str, Any] | None = None
+        spec = instantiate_tier(
+            loaded.policy, tier, interpreter_prefix=self._prefix, tool_code=str(self.tool_code)
+        )["seccomp"]
+        if spec is not None:
+            self._seccomp = compile_seccomp_for_child(spec)
         # Built once: the same bytes for every call (they are part of what a run used).
         self._policy_json = self._tier_json(())
 
@@ -56,6 +90,7 @@ class LinuxBackend(ChildBackend):
             tool_code=str(self.tool_code),
             extra_read=extra_read,
         )
+        tier["seccomp"] = self._seccomp
         return json.dumps(tier, sort_keys=True, separators=(",", ":"))
 
     def _argv(self, run_file: Path | None) -> list[str]:

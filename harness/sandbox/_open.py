@@ -11,7 +11,10 @@ This module does not run the denial probes (``_probes`` does, and preflight requ
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
+import py_compile
 import sys
 from pathlib import Path
 from typing import Final
@@ -19,6 +22,7 @@ from typing import Final
 from harness.errors import SandboxError, SandboxPolicyError, SandboxUnavailableError
 from harness.log import get_logger
 from harness.sandbox._backend import ChildBackend, Limits, resolve_interpreter
+from harness.sandbox._confine import ConfineError
 from harness.sandbox._linux import LinuxBackend, kernel_landlock_abi
 from harness.sandbox._policy import (
     default_seatbelt_profile_path,
@@ -39,6 +43,24 @@ _log = get_logger("harness.sandbox")
 def default_project_root() -> Path:
     """The directory holding the ``harness`` package this process imported."""
     return Path(__file__).resolve().parent.parent.parent
+
+
+def warm_bytecode(root: Path) -> None:
+    """Write fresh bytecode for what every child imports, since a child can write none.
+
+    The child runs with ``-B`` under a read-only view, so a module without a fresh ``.pyc``
+    would be compiled again on every call (milliseconds each, with ``PYTHONDONTWRITEBYTECODE``
+    set or a tree never imported). Only performance depends on this: a tree that cannot be
+    written is left as it is.
+    """
+    sources = [root / "harness" / "__init__.py", root / "harness" / "sandbox" / "_confine.py"]
+    sources += sorted((root / "harness" / "tools").glob("*.py"))
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        with contextlib.suppress(OSError, py_compile.PyCompileError):
+            if cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime:
+                continue
+            py_compile.compile(str(source), cfile=str(cached), doraise=True)
 
 
 def self_test(backend: ChildBackend, *, timeout_s: float = SELF_TEST_TIMEOUT_S) -> str | None:
@@ -83,6 +105,7 @@ def open_backend(
     if not (root / "harness" / "tools" / "worker.py").is_file():
         raise SandboxError(f"{str(root)!r} holds no harness/tools/worker.py")
     lim = limits if limits is not None else Limits()
+    warm_bytecode(root)
     platform: str = sys.platform  # a plain str: the checker must not drop the other branches
     if platform == "linux":
         return _open_linux(tier, policy_path, interp, root, lim, self_test_timeout_s)
@@ -115,14 +138,19 @@ def _open_linux(
     abi = kernel_landlock_abi()
     reasons: list[str] = []
     for name in names:
-        backend = LinuxBackend(
-            loaded=loaded,
-            tier=name,
-            interpreter=interp,
-            project_root=root,
-            limits=limits,
-            landlock_abi=abi,
-        )
+        try:
+            backend = LinuxBackend(
+                loaded=loaded,
+                tier=name,
+                interpreter=interp,
+                project_root=root,
+                limits=limits,
+                landlock_abi=abi,
+            )
+        except ConfineError as e:
+            _log.warning("sandbox.tier_unavailable", tier=name, reason=str(e))
+            reasons.append(f"tier {name!r}: {e}")
+            continue
         why = self_test(backend, timeout_s=timeout_s)
         if why is None:
             info = backend.describe()

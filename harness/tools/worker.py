@@ -21,7 +21,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Final
+
+# ``typing`` costs milliseconds to import, on every call: only the type checker sees it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "EXIT_BAD_REQUEST",
@@ -47,20 +51,18 @@ def _project_root() -> str:
 
 def _confine(root: str, policy_json: str) -> None:
     # Loaded by path: importing the ``harness.sandbox`` package would pull in the parent side
-    # (structlog, blake3), which ``-S`` cannot import and start-up cannot afford.
-    from importlib.util import module_from_spec, spec_from_file_location
+    # (structlog, blake3), which ``-S`` cannot import and start-up cannot afford. The loader
+    # still uses the module's cached bytecode; ``importlib.util`` would cost more than it does.
+    from importlib.machinery import PathFinder, SourceFileLoader
 
+    name = "_harness_sandbox_confine"
     path = os.path.join(root, "harness", "sandbox", "_confine.py")
-    spec = spec_from_file_location("_harness_sandbox_confine", path)
-    if spec is None or spec.loader is None:
-        raise OSError(f"cannot load {path}")
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = type(sys)(name)
+    module.__file__ = path
+    SourceFileLoader(name, path).exec_module(module)
     policy = json.loads(policy_json)
     # Landlock allows reading the tool code but not listing the project root, which the import
     # system lists once to find ``harness``: fill that cache now (this runs no project code).
-    from importlib.machinery import PathFinder
-
     PathFinder.find_spec("harness", [root])
     try:
         module.apply(policy)

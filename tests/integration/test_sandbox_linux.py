@@ -283,10 +283,14 @@ def test_runner_missing_program_raises() -> None:
 
 
 _DENY_AND_OPEN = """
-import json, sys
+import json, os, sys
 from harness.sandbox import _confine
-_confine._seccomp({"deny": sys.argv[1].split(","), "unified_numbers": {}, "enosys": [],
-                   "deny_process_clone": False, "signal_only_self": []})
+spec = {"deny": sys.argv[1].split(","), "unified_numbers": {}, "enosys": [],
+        "deny_process_clone": False, "signal_only_self": []}
+libc = _confine._libc()
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs, as seccomp requires
+program = _confine.compile_seccomp(spec, pid=os.getpid()).hex()
+_confine._seccomp(libc, {"bpf": program, "pid_sentinel": os.getpid(), "denies_socket": False})
 from harness.errors import SandboxUnavailableError
 from harness.sandbox import open_backend, run_probes
 try:

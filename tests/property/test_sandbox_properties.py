@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from harness.sandbox import Outcome, RunResult, check_profile
 from harness.sandbox._backend import _judge
 
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | FINITE | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )
