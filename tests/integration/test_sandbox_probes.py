@@ -305,3 +305,37 @@ def test_probes_all_denied_as_unprivileged_user(world_readable_copy: Path) -> No
             "allowed": [],
             "ok": True,
         }, name
+
+
+def _no_signal_scope(policy: dict[str, Any]) -> None:
+    policy["landlock"]["scopes"] = ["abstract_unix_socket"]
+
+
+def _no_signal_scope_no_seccomp_signal_rule(policy: dict[str, Any]) -> None:
+    _no_signal_scope(policy)
+    policy["seccomp"]["signal_only_self"] = []
+
+
+@pytest.mark.parametrize("name", TIERS)
+def test_seccomp_alone_keeps_signals_to_itself(tmp_path: Path, name: str) -> None:
+    """Without Landlock's signal scope the seccomp rule (the child's own pid patched into the
+    compiled filter) still stops signals to others, and without both the probe sees the kill."""
+    held = open_backend(tier=name, policy_path=weakened_policy(tmp_path, _no_signal_scope))
+    _assert_all_denied(run_probes(held))
+    script = tmp_path / "self_signal.py"
+    script.write_text(
+        "import os\n"
+        "os.kill(os.getpid(), 0)\n"
+        "try:\n"
+        "    os.kill(os.getppid(), 0)\n"
+        "except PermissionError:\n"
+        "    print('parent: denied')\n"
+    )
+    run = held.exec_file(script, timeout_s=20)
+    assert (run.exit_status, run.stdout) == (0, b"parent: denied\n"), run.stderr
+    (tmp_path / "weak").mkdir()
+    weak = open_backend(
+        tier=name,
+        policy_path=weakened_policy(tmp_path / "weak", _no_signal_scope_no_seccomp_signal_rule),
+    )
+    assert run_probes(weak).allowed() == ["signal_other"]
