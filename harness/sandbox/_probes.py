@@ -57,7 +57,9 @@ _SYSTEM_WRITE_DIRS: Final = {
     "write_var_tmp": "/var/tmp",  # noqa: S108
     "write_dev_shm": "/dev/shm",  # noqa: S108
 }
-_OPTIONAL: Final = frozenset({"write_var_tmp", "write_dev_shm", "victim_xattr"})
+# Targets a machine may lack; each is judged "not applicable" only when the parent's own control
+# shows it cannot be reached at all (e.g. /proc/PID/environ where there is no /proc).
+_OPTIONAL: Final = frozenset({"write_var_tmp", "write_dev_shm", "victim_xattr", "parent_environ"})
 _VICTIMS: Final = (
     "victim_modify",
     "victim_truncate",
@@ -182,7 +184,10 @@ def _session_members(session: int, *, include_zombies: bool = True) -> list[str]
     """Processes in ``session`` other than its leader, as ``pid:comm`` (read from /proc).
 
     A zombie counts by default: it proves a process was started, even if it already ended.
+    Without /proc (macOS) the child's process group stands in for its session, from ``ps``.
     """
+    if not os.path.isdir("/proc/self"):
+        return _group_members_ps(session, include_zombies=include_zombies)
     found: list[str] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == session:
@@ -196,6 +201,23 @@ def _session_members(session: int, *, include_zombies: bool = True) -> list[str]
         in_session = len(fields) > 3 and int(fields[3]) == session
         if in_session and (include_zombies or fields[0] != "Z"):
             found.append(f"{entry}:{comm}")
+    return found
+
+
+def _group_members_ps(group: int, *, include_zombies: bool) -> list[str]:
+    listing = subprocess.run(
+        ["ps", "-A", "-o", "pid=", "-o", "pgid=", "-o", "stat=", "-o", "comm="],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout.decode("utf-8", "replace")
+    found: list[str] = []
+    for line in listing.splitlines():
+        fields = line.split(None, 3)
+        if len(fields) < 4 or not fields[0].isdigit() or int(fields[0]) == group:
+            continue
+        if int(fields[1]) == group and (include_zombies or not fields[2].startswith("Z")):
+            found.append(f"{fields[0]}:{fields[3]}")
     return found
 
 
@@ -293,6 +315,15 @@ class _Targets:
         except OSError:
             return False
         return True
+
+    def environ_readable(self) -> bool:
+        """Control: the parent itself can read the decoy's secret from its /proc environ."""
+        try:
+            return (
+                self.decoy_secret.encode() in Path(f"/proc/{self.decoy.pid}/environ").read_bytes()
+            )
+        except OSError:
+            return False
 
     def _stop_decoy(self) -> None:
         if self.decoy.stdin is not None:
@@ -546,6 +577,7 @@ def _probe(
         f"/proc/{os.getpid()}/environ, /proc/{t.decoy.pid}/environ",
         f"the child's output holds {', '.join(leaks)}" if leaks else None,
         nothing_leaked,
+        applicable=t.environ_readable(),
     )
     judge(
         "credential_file",
