@@ -21,11 +21,14 @@ This module knows nothing of what a record means; see ``_model`` and ``_scan``.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
 import re
 import socket
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -122,15 +125,15 @@ def parse_line(data: bytes, pos: int, domain: Domain) -> Line | LineFault:
     if newline - pos < _HEX_LEN + 2 or data[pos + _HEX_LEN] != 0x20:
         return LineFault("malformed", "line is not `<64 hex> <body>`")
     hex_part = data[pos : pos + _HEX_LEN]
-    if _HEX.fullmatch(hex_part) is None:
-        return LineFault("malformed", "line does not start with 64 lowercase hex digits")
     body = data[pos + _HEX_LEN + 1 : newline]
     digest = digest_bytes(domain, body)
-    if digest[len(DIGEST_PREFIX) :].encode("ascii") != hex_part:
-        return LineFault(
-            "hash", f"stored hash {hex_part[:12].decode()}... does not match the body's BLAKE3"
-        )
-    return Line(pos, newline + 1, digest, body)
+    if digest[len(DIGEST_PREFIX) :].encode("ascii") == hex_part:
+        return Line(pos, newline + 1, digest, body)  # equal to a hex digest: well-formed too
+    if _HEX.fullmatch(hex_part) is None:
+        return LineFault("malformed", "line does not start with 64 lowercase hex digits")
+    return LineFault(
+        "hash", f"stored hash {hex_part[:12].decode()}... does not match the body's BLAKE3"
+    )
 
 
 def iter_lines(data: bytes, pos: int, domain: Domain) -> tuple[list[Line], int, LineFault | None]:
@@ -176,8 +179,51 @@ def is_blob_name(name: str) -> bool:
 # --- durable writes ---------------------------------------------------------------------------
 
 
+def _load_exchange() -> Callable[[bytes, bytes], int] | None:
+    """The platform's atomic name swap, or None (then HEAD is replaced by a plain rename)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
+        renameat2 = libc.renameat2
+        renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+        renameat2.argtypes += [ctypes.c_uint]
+        renameat2.restype = ctypes.c_int
+        at_fdcwd, rename_exchange = -100, 2
+        return lambda src, dst: int(renameat2(at_fdcwd, src, at_fdcwd, dst, rename_exchange))
+    if sys.platform == "darwin" and hasattr(libc, "renamex_np"):
+        renamex_np = libc.renamex_np
+        renamex_np.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+        renamex_np.restype = ctypes.c_int
+        rename_swap = 2
+        return lambda src, dst: int(renamex_np(src, dst, rename_swap))
+    return None
+
+
+_EXCHANGE: Final = _load_exchange()
+_NO_EXCHANGE: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV})
+
+
 class FileOps:
     """The system calls the writer makes. Subclass to inject failures in tests."""
+
+    def exchange(self, src: Path, dst: Path) -> bool:
+        """Atomically swap two existing names; False when the platform or file system cannot.
+
+        Linux ``renameat2(RENAME_EXCHANGE)``, macOS ``renamex_np(RENAME_SWAP)``.
+
+        Raises:
+            OSError: the swap failed for another reason.
+        """
+        if _EXCHANGE is None:
+            return False
+        if _EXCHANGE(os.fsencode(src), os.fsencode(dst)) == 0:
+            return True
+        code = ctypes.get_errno()
+        if code in _NO_EXCHANGE:
+            return False
+        raise OSError(code, os.strerror(code), str(src))
 
     def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
         """``os.open``."""
@@ -209,6 +255,7 @@ class Durable:
 
     def __init__(self, ops: FileOps) -> None:
         self.ops = ops
+        self.swap = True  # cleared once the file system refuses an atomic name swap
 
     @staticmethod
     def _failure(e: OSError, action: str, what: str) -> DurabilityError:
@@ -282,16 +329,40 @@ class Durable:
         finally:
             self.close(fd)
 
-    def replace(self, path: Path, tmp: Path, data: bytes) -> None:
-        """Atomically replace ``path``: write temp, fsync, rename, fsync the directory."""
-        fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, tmp.name)
+    def replace(self, path: Path, tmp: Path, data: bytes, dir_fd: int | None = None) -> None:
+        """Atomically replace ``path``: write temp, fsync, rename, fsync the directory.
+
+        When ``path`` exists and the platform can swap names atomically, the temp file is kept
+        between calls and swapped with ``path`` instead of renamed over it: creating a new
+        inode for every commit costs more than the fsyncs on common file systems. The swap
+        leaves the previous content under the temp name, which nothing reads. Either way the
+        new content is fsynced before its name changes, and the directory after.
+
+        ``dir_fd``, when given, is an open descriptor of the directory (saves reopening it).
+        """
+        swap = self.swap and path.exists()
+        flags = os.O_WRONLY | os.O_CREAT | (0 if swap else os.O_TRUNC)
+        fd = self.open(tmp, flags, tmp.name)
         try:
             self.write_all(fd, data, tmp.name)
+            if swap:
+                self.truncate(fd, len(data), tmp.name)
             self.fsync(fd, tmp.name)
         finally:
             self.close(fd)
-        self.rename(tmp, path)
-        self.fsync_dir(path.parent)
+        swapped = False
+        if swap:
+            try:
+                swapped = self.ops.exchange(tmp, path)
+            except OSError as e:
+                raise self._failure(e, "swapping", f"{tmp.name} and {path.name}") from e
+            self.swap = swapped
+        if not swapped:
+            self.rename(tmp, path)
+        if dir_fd is None:
+            self.fsync_dir(path.parent)
+        else:
+            self.fsync(dir_fd, f"directory {path.parent.name}")
 
 
 # --- single-writer lock -----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -46,6 +46,7 @@ from harness.store._files import (
 )
 from harness.store._journal import RangeEntry, bind_range
 from harness.store._model import (
+    AttemptRef,
     BeginEntry,
     CellRecord,
     EndEntry,
@@ -54,7 +55,6 @@ from harness.store._model import (
     JournalEntry,
     JournalPos,
     Manifest,
-    Record,
     SessionEntry,
     VerifyCode,
     VerifyReport,
@@ -63,7 +63,39 @@ from harness.store._model import (
 
 __all__ = ["Fault", "Scan", "expected_manifest", "scan"]
 
-_RECORD: Final = msgspec.json.Decoder(Record)
+Digest = Annotated[str, msgspec.Meta(pattern="^blake3:[0-9a-f]{64}$")]
+
+
+class _CellView(
+    msgspec.Struct,
+    tag="cell",
+    tag_field="kind",
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+):
+    """``CellRecord`` as verification reads it: the row, result and audit stay raw bytes.
+
+    Same fields as ``CellRecord`` (a test pins that). Raw fields are still parsed as JSON, but
+    not turned into Python objects, which is most of a record's bytes; the row's raw bytes are
+    compared with the schedule's canonical row bytes exactly.
+    """
+
+    schema_version: Literal[1] = 1
+    seq: Annotated[int, msgspec.Meta(ge=1)]
+    prev: Digest
+    row_index: Annotated[int, msgspec.Meta(ge=0)]
+    row: msgspec.Raw
+    row_digest: Digest
+    result: msgspec.Raw
+    audit: tuple[msgspec.Raw, ...]
+    blobs: tuple[Digest, ...]
+    journal: JournalPos
+    attempts: tuple[AttemptRef, ...]
+
+
+_RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
+_CELL: Final = msgspec.json.Decoder(CellRecord)
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)
 _HEAD: Final = msgspec.json.Decoder(Head)
 _MANIFEST: Final = msgspec.json.Decoder(Manifest)
@@ -101,7 +133,8 @@ class Scan:
     row_bytes: list[bytes] = field(default_factory=list)
     row_digests: list[str] = field(default_factory=list)
     genesis: GenesisRecord | None = None
-    cells: list[CellRecord] = field(default_factory=list)
+    cells: list[_CellView] = field(default_factory=list)
+    cell_bodies: list[bytes] = field(default_factory=list)
     record_hashes: list[str] = field(default_factory=list)
     record_starts: list[int] = field(default_factory=list)
     records_end: int = 0
@@ -119,10 +152,26 @@ class Scan:
         """Valid records (genesis included)."""
         return len(self.record_hashes)
 
+    def cell_records(self) -> list[CellRecord]:
+        """The verified cells, fully decoded."""
+        return [_CELL.decode(body) for body in self.cell_bodies]
+
     @property
     def pending(self) -> list[RangeEntry]:
         """Valid journal entries no record binds yet."""
         return self.journal[self.bound_journal :]
+
+
+def _is_object(raw: msgspec.Raw) -> bool:
+    """True when raw (already valid) JSON is an object: canonical bytes have no leading space."""
+    return bytes(memoryview(raw)[:1]) == b"{"
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _read(path: Path) -> bytes | None:
@@ -204,25 +253,33 @@ class _Scanner:
             self._tamper(self.schedule_fault.code, self.schedule_fault.reason)
 
     def blobs(self) -> None:
-        directory = self.root / BLOBS
         try:
-            names = sorted(os.listdir(directory))
+            dir_fd = os.open(self.root / BLOBS, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
-            names = []
-        for name in names:
-            if not is_blob_name(name):
-                continue  # temp files of an interrupted put; never referenced
-            data = _read(directory / name)
-            if data is None:
-                continue
-            digest = digest_bytes(Domain.BLOB, data)
-            if blob_name(digest) == name:
-                self.s.blobs.add(digest)
-            else:
-                self._tamper(
-                    VerifyCode.BLOB_CORRUPT,
-                    f"blob {name[:12]}... does not hash to its name (content changed)",
-                )
+            return
+        try:
+            # Thousands of small files: openat + one read each, no path objects.
+            for name in sorted(os.listdir(dir_fd)):
+                if not is_blob_name(name):
+                    continue  # temp files of an interrupted put; never referenced
+                try:
+                    fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
+                except (FileNotFoundError, IsADirectoryError):
+                    continue
+                try:
+                    data = _read_all(fd)
+                finally:
+                    os.close(fd)
+                digest = digest_bytes(Domain.BLOB, data)
+                if blob_name(digest) == name:
+                    self.s.blobs.add(digest)
+                else:
+                    self._tamper(
+                        VerifyCode.BLOB_CORRUPT,
+                        f"blob {name[:12]}... does not hash to its name (content changed)",
+                    )
+        finally:
+            os.close(dir_fd)
 
     # --- journal ------------------------------------------------------------------------------
 
@@ -330,7 +387,7 @@ class _Scanner:
             return Fault(VerifyCode.RECORD_BODY_INVALID, f"{where}: {e}")
         if isinstance(record, GenesisRecord) and index != 0:
             return Fault(VerifyCode.RECORD_KIND, f"{where} is a second genesis record")
-        if isinstance(record, CellRecord) and index == 0:
+        if isinstance(record, _CellView) and index == 0:
             return Fault(VerifyCode.RECORD_KIND, f"{where} is not a genesis record")
         if record.seq != index:
             return Fault(VerifyCode.RECORD_SEQ, f"{where} carries sequence number {record.seq}")
@@ -342,7 +399,7 @@ class _Scanner:
             )
         if isinstance(record, GenesisRecord):
             return self._genesis(where, record)
-        return self._cell(where, record)
+        return self._cell(where, record, line.body)
 
     def _genesis(self, where: str, record: GenesisRecord) -> Fault | None:
         if self.lock_fault is not None:
@@ -367,7 +424,7 @@ class _Scanner:
         self.s.genesis = record
         return None
 
-    def _cell(self, where: str, record: CellRecord) -> Fault | None:
+    def _cell(self, where: str, record: _CellView, body: bytes) -> Fault | None:
         if record.row_index != record.seq - 1:
             return Fault(
                 VerifyCode.ROW_INDEX,
@@ -378,21 +435,28 @@ class _Scanner:
                 VerifyCode.ROW_OUT_OF_RANGE,
                 f"{where} holds row {record.row_index}; the schedule has {len(self.s.rows)} rows",
             )
-        if record.row_digest != self.s.row_digests[record.row_index] or (
-            canonical_bytes(record.row) != self.s.row_bytes[record.row_index]
+        if (
+            record.row_digest != self.s.row_digests[record.row_index]
+            or bytes(record.row) != self.s.row_bytes[record.row_index]
         ):
             return Fault(
                 VerifyCode.ROW_MISMATCH,
                 f"{where}: its row differs from schedule row {record.row_index}",
             )
+        if not _is_object(record.result) or not all(_is_object(item) for item in record.audit):
+            return Fault(
+                VerifyCode.RECORD_BODY_INVALID,
+                f"{where}: its result and every audit entry must be JSON objects",
+            )
         fault = self._journal_binding(where, record)
         if fault is not None:
             return fault
         self.s.cells.append(record)
+        self.s.cell_bodies.append(body)
         self.s.bound_journal = record.journal.count
         return None
 
-    def _journal_binding(self, where: str, record: CellRecord) -> Fault | None:
+    def _journal_binding(self, where: str, record: _CellView) -> Fault | None:
         pos = record.journal
         start = self.s.bound_journal
         if pos.count < start:

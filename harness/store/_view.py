@@ -63,7 +63,7 @@ def read_store(root: str | os.PathLike[str]) -> StoreView:
     return StoreView(
         report=found.report,
         genesis=found.genesis,
-        cells=tuple(found.cells),
+        cells=tuple(found.cell_records()),
         journal=tuple(item.entry for item in found.journal),
         pending_attempts=orphans_of(found.pending),
         manifest=found.manifest,

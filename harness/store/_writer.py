@@ -88,6 +88,8 @@ __all__ = [
 
 _log: Final = get_logger("harness.store")
 _APPEND: Final = os.O_WRONLY | os.O_APPEND
+_DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY
+_JSON: Final = msgspec.json.Decoder()
 
 
 # --- JSON values and the schedule -------------------------------------------------------------
@@ -117,6 +119,9 @@ def _check_json(value: object, what: str, path: str) -> None:
 def _json_object(value: object, what: str, schema: type[Any] | None = None) -> dict[str, Any]:
     """Return ``value`` as a plain JSON object, refusing non-JSON values and unknown fields.
 
+    Fast path: encode canonically and decode again; an object that survives unchanged is plain
+    JSON. Anything else (NaN, a non-string key, bytes, a set...) is walked to name its path.
+
     Raises:
         RecordInvalidError: ``value`` is not a JSON object, holds a non-finite number or a
             non-JSON value, or (with ``schema``) does not match it, e.g. an unknown field.
@@ -126,7 +131,13 @@ def _json_object(value: object, what: str, schema: type[Any] | None = None) -> d
     if not isinstance(value, Mapping):
         raise RecordInvalidError(f"{what} must be a JSON object, got {type(value).__name__}")
     obj = dict(value)
-    _check_json(obj, what, "$")
+    try:
+        same = _JSON.decode(canonical_bytes(obj)) == obj
+    except NonCanonicalError as e:
+        _check_json(obj, what, "$")
+        raise RecordInvalidError(f"{what}: {e}") from e
+    if not same:
+        _check_json(obj, what, "$")  # raises, unless only tuples became lists
     if schema is not None:
         try:
             msgspec.convert(obj, schema, strict=True)
@@ -230,12 +241,22 @@ class RunStore:
         self._attempt_type = attempt_type
         self._stopped: DurabilityError | None = None
         self._closed = False
-        self._records_fd = durable.open(root / RECORDS, _APPEND, RECORDS)
+        self._head_path = root / HEAD
+        self._head_tmp = root / HEAD_TMP
+        self._fds: list[int] = []
         try:
-            self._journal_fd = durable.open(root / JOURNAL, _APPEND, JOURNAL)
+            self._records_fd = self._open_fd(root / RECORDS, _APPEND, RECORDS)
+            self._journal_fd = self._open_fd(root / JOURNAL, _APPEND, JOURNAL)
+            self._dir_fd = self._open_fd(root, _DIRECTORY, "the store directory")
+            self._blobs_fd = self._open_fd(root / BLOBS, _DIRECTORY, "the blob directory")
         except BaseException:
-            durable.close(self._records_fd)
+            self._close_files()
             raise
+
+    def _open_fd(self, path: Path, flags: int, what: str) -> int:
+        fd = self._durable.open(path, flags, what)
+        self._fds.append(fd)
+        return fd
 
     # --- opening ------------------------------------------------------------------------------
 
@@ -567,7 +588,7 @@ class RunStore:
             finally:
                 self._durable.close(fd)
             self._durable.rename(tmp, path)
-            self._durable.fsync_dir(directory)
+            self._durable.fsync(self._blobs_fd, f"directory {BLOBS}")
         except DurabilityError as e:
             self._stop(e)
             raise
@@ -708,20 +729,26 @@ class RunStore:
         try:
             self._durable.write_all(self._records_fd, line, RECORDS)
             self._durable.fsync(self._records_fd, RECORDS)
-            _replace_head(self._durable, self._root, self._records + 1, digest)
+            head = canonical_bytes(Head(count=self._records + 1, head=digest))
+            self._durable.replace(
+                self._head_path,
+                self._head_tmp,
+                encode_line(Domain.STORE_HEAD, head)[0],
+                self._dir_fd,
+            )
         except DurabilityError as e:
             self._stop(e)
             raise
         self._records += 1
         self._head = digest
         self._range = []
-        _log.debug("store.commit", seq=record.seq, row=row_index, attempts=len(record.attempts))
         return digest
 
     # --- closing ------------------------------------------------------------------------------
 
     def _close_files(self) -> None:
-        for fd in (self._records_fd, self._journal_fd):
+        fds, self._fds = self._fds, []
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:

@@ -148,3 +148,10 @@ def test_store_iter_lines_stops_at_the_first_bad_line() -> None:
     assert fault is not None
     assert has_valid_line_after(data, stop, Domain.STORE_RECORD)
     assert not has_valid_line_after(data[: stop + 2], stop, Domain.STORE_RECORD)
+
+
+def test_store_verification_view_has_the_fields_of_a_cell_record() -> None:
+    from harness.store._scan import _CellView
+
+    assert _CellView.__struct_fields__ == store.CellRecord.__struct_fields__
+    assert _CellView.__struct_config__.tag == store.CellRecord.__struct_config__.tag
