@@ -170,10 +170,12 @@ def main() -> None:
         median, f = statistics.median(commits), statistics.median(floors)
         ratios = statistics.median(c / g for c, g in zip(commits, floors, strict=True))
         p90 = statistics.quantiles(commits, n=10)[-1]
+        f90 = statistics.quantiles(floors, n=10)[-1]
         print(
             f"  {name}: commit median {ms(median)} (p90 {ms(p90)}, "
-            f"{len(commits) / sum(commits):,.0f} records/s); floor append+fsync median {ms(f)}; "
-            f"commit/floor {median / f:.1f}x (median of paired ratios {ratios:.1f}x)"
+            f"{len(commits) / sum(commits):,.0f} records/s); floor append+fsync median {ms(f)} "
+            f"(p90 {ms(f90)}); commit/floor {median / f:.1f}x "
+            f"(median of paired ratios {ratios:.1f}x)"
         )
     print(
         f"  verify {records} records, record log only: median {ms(statistics.median(verify_plain))}"
