@@ -27,7 +27,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StoreNotFoundError
+from harness.errors import StoreError, StoreNotFoundError
 from harness.store._files import (
     BLOBS,
     HEAD,
@@ -61,7 +61,7 @@ from harness.store._model import (
     VerifyStatus,
 )
 
-__all__ = ["Fault", "Scan", "expected_manifest", "scan"]
+__all__ = ["Fault", "Scan", "expected_manifest", "require_store", "scan"]
 
 Digest = Annotated[str, msgspec.Meta(pattern="^blake3:[0-9a-f]{64}$")]
 
@@ -747,24 +747,38 @@ def expected_manifest(s: Scan) -> Manifest | None:
     )
 
 
+def require_store(root: Path) -> None:
+    """Raise unless ``root`` is a directory holding a store (checked before taking any lock).
+
+    Raises:
+        StoreNotFoundError: ``root`` is missing, not a directory, or holds no store files.
+    """
+    if not root.is_dir():
+        raise StoreNotFoundError(f"no store at {root}")
+    if not (root / RECORDS).exists() and not (root / HEAD).exists():
+        raise StoreNotFoundError(f"{root} is not a run store (no {RECORDS} and no {HEAD})")
+
+
 def scan(root: Path) -> Scan:
     """Verify the run directory ``root``; never writes.
 
     Raises:
         StoreNotFoundError: ``root`` is not a directory holding a store.
+        StoreError: a store file cannot be read (permissions, I/O error).
     """
     root = Path(root)
-    if not root.is_dir():
-        raise StoreNotFoundError(f"no store at {root}")
-    if not (root / RECORDS).exists() and not (root / HEAD).exists():
-        raise StoreNotFoundError(f"{root} is not a run store (no {RECORDS} and no {HEAD})")
+    require_store(root)
     scanner = _Scanner(root)
-    scanner.copies()
-    scanner.blobs()
-    scanner.journal()
-    data, semantic, why = scanner.records()
-    scanner.classify(data, semantic, why)
-    scanner.pending()
-    scanner.manifest()
+    try:
+        scanner.copies()
+        scanner.blobs()
+        scanner.journal()
+        data, semantic, why = scanner.records()
+        scanner.classify(data, semantic, why)
+        scanner.pending()
+        scanner.manifest()
+    except OSError as e:
+        where = e.filename or root
+        raise StoreError(f"cannot read store {root}: {where}: {e.strerror or e}") from e
     scanner.s.report = scanner.report()
     return scanner.s

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.canonical import Domain, canonical_bytes
-from harness.errors import FinalizeError, StoreNotFoundError, TamperError
+from harness.errors import FinalizeError, TamperError
 from harness.log import get_logger
 from harness.store._files import (
     MANIFEST,
@@ -24,7 +24,7 @@ from harness.store._files import (
     encode_line,
 )
 from harness.store._model import VerifyStatus
-from harness.store._scan import expected_manifest, scan
+from harness.store._scan import expected_manifest, require_store, scan
 
 __all__ = ["finalize_store"]
 
@@ -53,8 +53,7 @@ def finalize_store(
         DurabilityError: writing the manifest failed.
     """
     root = Path(root)
-    if not root.is_dir():
-        raise StoreNotFoundError(f"no store at {root}")
+    require_store(root)
     lock = WriterLock.acquire(root / WRITER_LOCK, root)
     try:
         found = scan(root)

@@ -6,8 +6,9 @@ Nothing here takes the writer lock or writes; a store being written may look tor
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from harness.canonical import Domain, digest_bytes, is_digest
 from harness.errors import StoreError, StoreNotFoundError, TamperError
@@ -41,8 +42,7 @@ def verify_store(root: str | os.PathLike[str]) -> VerifyReport:
     return scan(Path(root)).report
 
 
-@dataclass(frozen=True)
-class StoreView:
+class StoreView(msgspec.Struct, frozen=True, kw_only=True):
     """A store read back through verification: only the valid prefix is exposed."""
 
     report: VerifyReport

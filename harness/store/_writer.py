@@ -38,7 +38,6 @@ from harness.errors import (
     StoreError,
     StoreExistsError,
     StoreFinalizedError,
-    StoreNotFoundError,
     TamperError,
     WriterLockedError,
     WriterStoppedError,
@@ -75,7 +74,7 @@ from harness.store._model import (
     SessionEntry,
     VerifyStatus,
 )
-from harness.store._scan import scan
+from harness.store._scan import require_store, scan
 
 __all__ = [
     "Resumed",
@@ -297,9 +296,12 @@ class RunStore:
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise StoreExistsError(f"{root} already exists; resume it instead of creating it")
         parent = root.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        _clear_stale_partials(parent, root.name)
-        partial = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=parent))
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            _clear_stale_partials(parent, root.name)
+            partial = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=parent))
+        except OSError as e:
+            raise StoreError(f"cannot create store {root}: {e.strerror or e}") from e
         lock = WriterLock.acquire(partial / WRITER_LOCK, root)
         durable = Durable(ops or FileOps())
         try:
@@ -321,7 +323,10 @@ class RunStore:
             durable.write_new(partial / RECORDS, record_line)
             durable.write_new(partial / JOURNAL, entry_line)
             durable.write_new(partial / HEAD, head_line)
-            (partial / BLOBS).mkdir()
+            try:
+                (partial / BLOBS).mkdir()
+            except OSError as e:
+                raise DurabilityError(f"cannot create {BLOBS}/ in {root}: {e.strerror}") from e
             durable.fsync_dir(partial / BLOBS)
             durable.fsync_dir(partial)
             try:
@@ -386,8 +391,7 @@ class RunStore:
         """
         root = Path(root)
         rows, sched = _schedule(schedule_rows)
-        if not root.is_dir():
-            raise StoreNotFoundError(f"no store at {root}")
+        require_store(root)
         lock = WriterLock.acquire(root / WRITER_LOCK, root)
         try:
             resumed = cls._resume(
@@ -407,6 +411,34 @@ class RunStore:
 
     @classmethod
     def _resume(
+        cls,
+        root: Path,
+        lock: WriterLock,
+        durable: Durable,
+        rows: list[dict[str, Any]],
+        sched: bytes,
+        lock_bytes: bytes,
+        *,
+        result_type: type[Any] | None,
+        attempt_type: type[Any] | None,
+    ) -> Resumed:
+        try:
+            return cls._resume_locked(
+                root,
+                lock,
+                durable,
+                rows,
+                sched,
+                lock_bytes,
+                result_type=result_type,
+                attempt_type=attempt_type,
+            )
+        except OSError as e:
+            # Repairs (evidence, leftovers) outside the FileOps seam: still never a traceback.
+            raise DurabilityError(f"cannot repair store {root}: {e}") from e
+
+    @classmethod
+    def _resume_locked(
         cls,
         root: Path,
         lock: WriterLock,
@@ -574,6 +606,8 @@ class RunStore:
             existing = path.read_bytes()
         except FileNotFoundError:
             existing = None
+        except OSError as e:
+            raise StoreError(f"cannot read blob {path.name[:12]}... in {self._root}: {e}") from e
         if existing is not None:
             if digest_bytes(Domain.BLOB, existing) != digest:
                 raise TamperError(f"blob {path.name[:12]}... in {self._root} is corrupt")

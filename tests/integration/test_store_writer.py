@@ -309,6 +309,13 @@ def test_store_resume_refuses_tamper_and_finalized_and_missing(tmp_path: Path) -
     root = tmp_path / "run"
     with pytest.raises(StoreNotFoundError, match=r"^no store at"):
         RunStore.open_for_resume(root, LOCK, ROWS)
+    root.mkdir()
+    with pytest.raises(StoreNotFoundError, match=r"is not a run store"):
+        RunStore.open_for_resume(root, LOCK, ROWS)
+    with pytest.raises(StoreNotFoundError, match=r"is not a run store"):
+        finalize_store(root)
+    assert list(root.iterdir()) == []  # refusing left nothing behind (no lock file)
+    root.rmdir()
     with RunStore.create(root, LOCK, ROWS[:1]) as w:
         w.commit_cell(0, {}, [])
     finalize_store(root)
