@@ -9,7 +9,8 @@ the structured scope (entity, attribute, level, date) read from the response's e
 falling back to the request's arguments.
 
 A call whose response carries no value (a transport error, an empty series, an unknown tool)
-still yields one receipt, at ``/status``, so a failed call is visible in the ledger.
+still yields one receipt, at ``/status`` (or the whole response, path ``""``, when it has no
+status), so a failed call is visible in the ledger.
 
 The adapter never reads a certificate and never fills in candidate fields; it trusts only the
 recorded call. It raises only when a call cannot be hashed canonically (a non-finite number).
@@ -122,10 +123,11 @@ def receipts_for_call(task_id: str, call: ToolCall) -> tuple[Receipt, ...]:
     level = "world" if call.tool_id == "describe_world" else _text(body.get("level"), _UNKNOWN)
     sites = _sites(call.tool_id, call.args, body)
     if not sites:
-        status = envelope.get("status") if isinstance(envelope.get("status"), str) else None
-        sites = [
-            _Site("/status" if envelope else "", status if envelope else response, "status", None)
-        ]
+        # No value to record: record the call's status, or the whole response if it has none.
+        if "status" in envelope:
+            sites = [_Site("/status", envelope["status"], "status", None)]
+        else:
+            sites = [_Site("", response, "status", None)]
     receipts = []
     for index, site in enumerate(sites):
         try:

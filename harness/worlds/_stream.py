@@ -44,10 +44,10 @@ class Stream:
         """A uniform integer in ``[0, n)``.
 
         Raises:
-            ValueError: when ``n < 1``.
+            ValueError: when ``n`` is not in ``[1, 2**64]``.
         """
-        if n < 1:
-            raise ValueError(f"cannot draw below {n}")
+        if not 1 <= n <= 1 << 64:
+            raise ValueError(f"cannot draw below {n}: the stream draws 64-bit words")
         limit = (1 << 64) - ((1 << 64) % n)
         while True:
             word = self._next_u64()
