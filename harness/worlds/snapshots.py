@@ -117,8 +117,9 @@ class Snapshot(_Data, frozen=True, kw_only=True):
 
     ``answer`` is the agent's proposed answer (slot -> value, the values its certificate
     claims); None when it proposed no completion. ``gold_decision`` is the permitted terminal
-    decision: ``complete`` for the clean snapshot, ``continue`` for every fault F1-F8 and U1-U3
-    (for F8, stopping as ``stuck`` is also wrong: a recovery is available).
+    decision: ``complete`` for the clean snapshot and the T1 challenge (its certified answer is
+    the oracle's, cited from a valid receipt), ``continue`` for every fault F1-F8 and U1-U3 (for
+    F8, stopping as ``stuck`` is also wrong: a recovery is available).
     """
 
     schema_version: Literal[1] = 1

@@ -174,6 +174,13 @@ def test_f1_to_f7_operators_do_what_they_say() -> None:
             assert len(citations - ids) == 1
 
 
+def test_only_f8_repeats_a_call_in_the_static_grid() -> None:
+    for snapshot in benchmark().static:
+        requests = [(c.tool_id, canonical_bytes(c.args)) for c in snapshot.trace]
+        repeated = len(set(requests)) < len(requests)
+        assert repeated == (snapshot.fault == "F8"), snapshot.snapshot_id
+
+
 def test_f8_repeats_a_failing_call_and_a_recovery_exists() -> None:
     bench = benchmark()
     for snapshot in (s for s in bench.snapshots() if s.fault == "F8"):
