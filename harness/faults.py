@@ -334,7 +334,9 @@ def _alter(value: Any, slot: SlotRequirement) -> Any:
     if isinstance(value, float):
         return value * 1.1 if value else 1.0
     if isinstance(value, str):
-        pool = [*slot.scope.entities, *(d for d in slot.scope.dates if d is not None)]
+        # Another member of the same kind (a date for a date, an entity for an entity).
+        dates = [d for d in slot.scope.dates if d is not None]
+        pool = dates if value in dates else list(slot.scope.entities)
         return next((p for p in pool if p != value), value + "-")
     if isinstance(value, list):
         if len(value) > 1:
