@@ -48,6 +48,10 @@ __all__ = [
     "ToolTraceError",
     "UnknownTaskError",
     "UnknownWorldError",
+    "FastPathInvariantError",
+    "RunDirectoryExistsError",
+    "RunRecordsError",
+    "StaticStudyError",
 ]
 
 
@@ -221,5 +225,26 @@ class ToolTraceError(BenchmarkError):
 
 class ManifestMismatchError(BenchmarkError):
     """The pinned benchmark manifest differs from what the generator produces now."""
+
+    exit_code = 3
+
+
+# Static study family (harness/studies/static*.py): the seven-policy snapshot study.
+
+
+class StaticStudyError(HarnessError):
+    """The static study cannot run or report as asked."""
+
+
+class RunDirectoryExistsError(StaticStudyError):
+    """The run's output directory exists and is not empty; a run never overwrites one."""
+
+
+class RunRecordsError(StaticStudyError):
+    """A run directory's records are missing, malformed, incomplete or disagree with run.json."""
+
+
+class FastPathInvariantError(StaticStudyError):
+    """The critic core needed its model on a static snapshot: the frozen comparison is void."""
 
     exit_code = 3
