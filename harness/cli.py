@@ -15,6 +15,7 @@ import click
 import msgspec
 
 from harness import ect
+from harness._evidence_cli import COMMANDS as EVIDENCE_COMMANDS
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
@@ -111,3 +112,5 @@ main.add_command(store_group)
 main.add_command(sandbox_group)
 for _command in WORLDS_COMMANDS:  # worlds show, tasks list, static export
     main.add_command(_command)
+for _evidence in EVIDENCE_COMMANDS:  # lock, preflight, audit, replay, export
+    main.add_command(_evidence)

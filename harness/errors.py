@@ -45,6 +45,13 @@ __all__ = [
     "BenchmarkError",
     "FaultNotApplicableError",
     "ManifestMismatchError",
+    "CoveredFileMissingError",
+    "ExportError",
+    "LockStaleError",
+    "PrivacyError",
+    "ReplayMismatchError",
+    "StudyLockError",
+    "StudyReportError",
     "ToolTraceError",
     "UnknownTaskError",
     "UnknownWorldError",
@@ -225,6 +232,43 @@ class ToolTraceError(BenchmarkError):
 
 class ManifestMismatchError(BenchmarkError):
     """The pinned benchmark manifest differs from what the generator produces now."""
+
+    exit_code = 3
+
+
+# Evidence family (harness/lock.py, audit.py, studies/v2_report.py, replay.py, export.py).
+
+
+class StudyLockError(HarnessError):
+    """The study lock cannot be built or read (malformed lock, unreadable covered file)."""
+
+
+class CoveredFileMissingError(StudyLockError):
+    """A file the study lock covers does not exist; the lock is never written without it."""
+
+
+class LockStaleError(StudyLockError):
+    """The study lock on disk no longer matches the code and config it covers."""
+
+    exit_code = 3
+
+
+class StudyReportError(HarnessError):
+    """A study report cannot be computed from the store (not that study's store, bad result)."""
+
+
+class ReplayMismatchError(StudyReportError):
+    """Replay recomputed something that differs from what the store or report holds."""
+
+    exit_code = 3
+
+
+class ExportError(HarnessError):
+    """An artifact bundle cannot be written (missing input, output exists)."""
+
+
+class PrivacyError(ExportError):
+    """The bundle would carry a local path, a user or host name, or a credential-shaped string."""
 
     exit_code = 3
 

@@ -1,0 +1,63 @@
+"""CLI commands that turn a run into evidence: ``lock``, ``preflight``, ``audit``, ``replay``,
+``export`` (``v2 report`` is added to the ``v2`` group by ``harness.cli``).
+
+Thin: each command reads its paths, calls the library, prints, and exits. Expected failures are
+``HarnessError`` subclasses, printed as one line by ``harness.cli``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Final
+
+import click
+
+from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
+from harness.store import lock_digest
+
+__all__ = ["COMMANDS", "lock_cmd"]
+
+
+@click.command("lock")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="Project root whose code and config are locked (default: this installation's).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help=f"Where to write the lock (default: ROOT/{DEFAULT_LOCK_PATH}).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Do not write: exit 3 and name each difference when the lock at --out is stale.",
+)
+def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
+    """Write the study lock: digests of source, prompts, config, schedule, sandbox, manifests."""
+    base = root if root is not None else project_root()
+    path = out if out is not None else base / DEFAULT_LOCK_PATH
+    if check:
+        lines = check_lock(path, base)
+        if lines:
+            for line in lines:
+                click.echo(f"stale: {line}")
+            click.echo(f"study lock {path} is stale; run `harness lock`", err=True)
+            sys.exit(3)
+        data = path.read_bytes()
+        click.echo(f"study lock {path} is current ({lock_digest(data)})")
+        return
+    lock, data = write_lock(path, base)
+    click.echo(f"wrote {path} ({lock_digest(data)})")
+    for tree in lock.trees:
+        click.echo(f"  source  {tree.path}/ ({len(tree.files)} files) {tree.digest}")
+    for item in lock.files:
+        click.echo(f"  {item.role.value:<16} {item.path} {item.digest}")
+    click.echo(f"  generation_config {lock.generation_config.digest}")
+
+
+COMMANDS: Final = (lock_cmd,)
