@@ -21,6 +21,7 @@ from harness.errors import HarnessError, InputError
 from harness.log import configure
 from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
+from harness.studies._static_cli import add_static_commands
 from harness.worlds._cli import COMMANDS as WORLDS_COMMANDS
 
 __all__ = ["main"]
@@ -114,3 +115,4 @@ for _command in WORLDS_COMMANDS:  # worlds show, tasks list, static export
     main.add_command(_command)
 for _evidence in EVIDENCE_COMMANDS:  # lock, preflight, audit, replay, export
     main.add_command(_evidence)
+add_static_commands(main)  # static run, static report
