@@ -15,6 +15,7 @@ import click
 
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
 from harness.store import lock_digest
+from preflight._cli import preflight_cmd
 
 __all__ = ["COMMANDS", "lock_cmd"]
 
@@ -60,4 +61,4 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     click.echo(f"  generation_config {lock.generation_config.digest}")
 
 
-COMMANDS: Final = (lock_cmd,)
+COMMANDS: Final = (lock_cmd, preflight_cmd)

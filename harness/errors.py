@@ -48,6 +48,7 @@ __all__ = [
     "CoveredFileMissingError",
     "ExportError",
     "LockStaleError",
+    "PreflightFailedError",
     "PrivacyError",
     "ReplayMismatchError",
     "StudyLockError",
@@ -249,6 +250,12 @@ class CoveredFileMissingError(StudyLockError):
 
 class LockStaleError(StudyLockError):
     """The study lock on disk no longer matches the code and config it covers."""
+
+    exit_code = 3
+
+
+class PreflightFailedError(HarnessError):
+    """A preflight check failed; the run is blocked. The message names every failed check."""
 
     exit_code = 3
 

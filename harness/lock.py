@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -38,7 +38,6 @@ from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
-    GenerationConfig,
     config_digest,
     default_generation_config,
 )
@@ -121,11 +120,15 @@ class LockedFile(_Lock, frozen=True, kw_only=True):
 
 
 class LockedConfig(_Lock, frozen=True, kw_only=True):
-    """The frozen generation config: digest and body, and the fixed full-trace-critic seed."""
+    """The frozen generation config: digest and body, and the fixed full-trace-critic seed.
+
+    The body is kept as plain JSON, not decoded into ``GenerationConfig``: a lock written
+    before the config type changed must still read, and then differ, rather than fail to read.
+    """
 
     digest: Digest
     full_trace_critic_seed: int
-    config: GenerationConfig
+    config: dict[str, Any]
 
 
 class StudyLock(_Lock, frozen=True, kw_only=True):
@@ -233,7 +236,7 @@ def build_lock(root: Path | None = None) -> StudyLock:
         generation_config=LockedConfig(
             digest=config_digest(generation),
             full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
-            config=generation,
+            config=msgspec.to_builtins(generation),
         ),
     )
 

@@ -71,7 +71,7 @@ def test_lock_covers_exactly_the_declared_set(copy: Path) -> None:
         FileRole.TASK_MANIFEST,
     }
     generation = lock.generation_config
-    assert generation.config == default_generation_config()
+    assert generation.config == msgspec.to_builtins(default_generation_config())
     assert generation.digest == config_digest(default_generation_config())
     assert generation.full_trace_critic_seed == 2705
 

@@ -1,0 +1,90 @@
+"""``harness preflight``: run every preflight check against explicit paths and print them.
+
+The provider options have the same names as everywhere else (``--provider``,
+``--credential-file``, ``--credential-env``, ``--provider-base-url``), but contradictory or
+missing credential options are reported as a failed ``credential`` check beside the others,
+not as an early usage error, so one run shows everything that blocks the study.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from harness.providers import ProviderName, default_generation_config
+from preflight._checks import choose_provider, run_preflight
+from preflight._report import encode_report
+from preflight._schedule import default_schedule_source
+
+__all__ = ["preflight_cmd"]
+
+EXIT_BLOCKED = 3
+
+
+@click.command("preflight")
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), required=True)
+@click.option("--schedule", "schedule_path", type=click.Path(path_type=Path), required=True)
+@click.option("--store", "store_dir", type=click.Path(path_type=Path), required=True)
+@click.option(
+    "--provider",
+    "provider_name",
+    type=click.Choice([p.value for p in ProviderName]),
+    default=ProviderName.SIMULATED.value,
+    show_default=True,
+    help="Who will answer planner and critic calls.",
+)
+@click.option(
+    "--credential-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="File holding the Gemini API key on one line (gemini only).",
+)
+@click.option(
+    "--credential-env",
+    metavar="NAME",
+    default=None,
+    help="Environment variable holding the Gemini API key (gemini only).",
+)
+@click.option("--provider-base-url", metavar="URL", default=None, help="Gemini endpoint.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def preflight_cmd(
+    lock_path: Path,
+    schedule_path: Path,
+    store_dir: Path,
+    provider_name: str,
+    credential_file: Path | None,
+    credential_env: str | None,
+    provider_base_url: str | None,
+    as_json: bool,
+) -> None:
+    """Check lock, schedule, store, credential input, generation config and sandbox.
+
+    Exit 0 when every check passed, 3 when any failed (one line per failed check).
+    """
+    choice = choose_provider(
+        provider_name,
+        credential_file=credential_file,
+        credential_env=credential_env,
+        base_url=provider_base_url,
+    )
+    report = run_preflight(
+        lock_path,
+        schedule_path,
+        store_dir,
+        choice,
+        generation_config=default_generation_config(),
+        schedule_source=default_schedule_source(),
+    )
+    if as_json:
+        click.echo(msgspec.json.format(encode_report(report), indent=2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
+        failed = report.failures()
+        click.echo(f"preflight failed: {len(failed)} check(s); the run is blocked", err=True)
+        sys.exit(EXIT_BLOCKED)
+    click.echo("preflight passed")
