@@ -1,0 +1,293 @@
+"""The static study end to end on the held-out grid: run, records, report, acceptance numbers.
+
+One real run (simulated provider) writes its directory; every test reads it back through the
+report code, or recounts the records itself. The paper's deterministic Table 2 rows and H1 are
+the acceptance targets; Table 3's design effects (claim coverage, value replay, recovery check)
+too. Other ablation effects are measured and pinned as regressions of the pinned benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from harness.errors import RunRecordsError
+from harness.providers import select_provider
+from harness.studies._static_files import file_digest
+from harness.studies.static import (
+    ABLATION_POLICIES,
+    MAIN_POLICIES,
+    RunInfo,
+    run_static,
+)
+from harness.studies.static_report import (
+    REPORT_FILES,
+    StaticResults,
+    analyse,
+    load_run,
+    render_table2,
+    write_report,
+)
+from harness.worlds.benchmark import benchmark
+from harness.worlds.manifest import manifest_of
+
+PAPER_DETERMINISTIC_ROWS = {
+    # policy: (U/288, C/36, S/288, F1) - the paper's Table 2.
+    "completion_token": (252, 0, 0, ".222"),
+    "self_check": (252, 0, 0, ".222"),
+    "heuristic": (252, 0, 0, ".222"),
+    "critic_core": (252, 0, 36, ".222"),
+    "postcondition_oracle": (144, 0, 0, ".500"),
+    "ect": (0, 0, 0, "1.000"),
+}
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.length = 0
+        self.steps = 0
+
+    def update(self, n_steps: int) -> None:
+        self.steps += n_steps
+
+
+PROGRESS = _Counter()
+
+
+@contextmanager
+def _progress(length: int) -> Iterator[_Counter]:
+    PROGRESS.length = length
+    yield PROGRESS
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("static") / "heldout"
+    selection = select_provider(
+        "simulated", credential_file=None, credential_env=None, base_url=None
+    )
+    run_static(out, split="heldout", selection=selection, progress=_progress)
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(run_dir: Path) -> StaticResults:
+    return analyse(load_run(run_dir))
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+
+
+def test_run_writes_one_record_per_policy_and_snapshot(run_dir: Path) -> None:
+    info = msgspec.json.decode((run_dir / "run.json").read_bytes(), type=RunInfo)
+    records = _records(run_dir)
+    assert info.snapshots == 324 == PROGRESS.length == PROGRESS.steps
+    assert info.records == len(records) == 324 * 14
+    assert info.policies == (*MAIN_POLICIES, *ABLATION_POLICIES)
+    assert info.simulated
+    assert info.attempts == 324
+    assert info.manifest_digest == manifest_of(benchmark()).digest
+    assert (info.critic_core_seed, info.full_trace_critic_seed) == (1, 2705)
+    assert Counter(r["policy"] for r in records) == dict.fromkeys(info.policies, 324)
+    assert {r["split"] for r in records} == {"heldout"}
+    first = records[0]
+    assert set(first) == {
+        "attempt_ids",
+        "decision",
+        "family",
+        "fault",
+        "gold_decision",
+        "policy",
+        "reason_codes",
+        "schema_version",
+        "snapshot_id",
+        "source",
+        "split",
+        "task_id",
+        "world_id",
+    }
+    cited = [a for r in records for a in r["attempt_ids"]]
+    assert len(cited) == len(set(cited)) == 324
+    assert all(r["policy"] == "full_trace_critic" for r in records if r["attempt_ids"])
+
+
+def test_heldout_deterministic_rows_reproduce_the_paper(results: StaticResults) -> None:
+    assert (results.tasks, results.worlds, results.faults, results.cleans) == (36, 6, 288, 36)
+    table = render_table2(results)["md"].splitlines()
+    assert table[0] == "| Policy | U/288 | C/36 | S/288 | F1 |"
+    by_policy = {row.policy: row for row in results.rows}
+    for policy, (unsafe, clean, stuck, f1) in PAPER_DETERMINISTIC_ROWS.items():
+        row = by_policy[policy]
+        assert (row.unsafe, row.clean_non_complete, row.stuck) == (unsafe, clean, stuck), policy
+        assert f"| {row.label} | {unsafe} | {clean} | {stuck} | {f1} |" in table
+
+
+def test_heldout_h1_reproduces_the_paper(results: StaticResults) -> None:
+    h1 = results.h1
+    assert (h1.b_ect, h1.b_critic) == (0, 36)
+    assert f"{h1.p_value:.5e}" == "2.91038e-11"
+    assert h1.p_value == pytest.approx(2 / 2**36, rel=1e-12)
+    assert h1.estimate_pp == pytest.approx(-87.5)
+    assert (h1.task_low_pp, h1.task_high_pp) == pytest.approx((-87.5, -87.5))
+    assert (h1.world_low_pp, h1.world_high_pp) == pytest.approx((-87.5, -87.5))
+    assert (h1.tasks, h1.worlds, h1.replicates) == (36, 6, 10_000)
+    assert h1.passed
+    md = render_table2(results)["md"]
+    assert (
+        "b_ECT = 0, b_critic = 36, exact McNemar p = 2.91038e-11; ECT-minus-critic-core UCR "
+        "-87.50 pp, 95% task-cluster interval [-87.50, -87.50] pp" in md
+    )
+
+
+def test_table3_design_effects_follow(results: StaticResults) -> None:
+    rows = {row.ablation: row for row in results.ablations}
+    assert (rows["claim_coverage"].target_fault, rows["claim_coverage"].effect) == ("F5", 36)
+    assert (rows["value_replay"].target_fault, rows["value_replay"].effect) == ("F6", 36)
+    recovery = rows["recovery_check"]
+    assert (recovery.target_fault, recovery.endpoint, recovery.effect) == ("F8", "S", 36)
+    transform = rows["exact_transform"]
+    assert transform.target_fault is None
+    assert transform.effect is None
+    assert transform.target == "No matched fault"
+
+
+def test_table3_measured_effects_on_the_pinned_benchmark(results: StaticResults) -> None:
+    # Measured, not designed: pinned so that a change of the benchmark or verifier shows up.
+    rows = {row.ablation: row for row in results.ablations}
+    measured = {name: (row.effect, row.residual_contained) for name, row in rows.items()}
+    assert measured == {
+        "claim_coverage": (36, 0),
+        "task_scope": (12, 24),
+        "outcome_validation": (6, 30),  # all-null abstention replays over the nested null
+        "ledger_reference": (0, 36),
+        "value_replay": (36, 0),
+        "exact_transform": (None, None),
+        "recovery_check": (36, 0),
+    }
+    assert rows["claim_coverage"].other_effects == {"F1 U": 36}
+    assert rows["ledger_reference"].residual_families == {"REPLAY": 36}
+    assert all(not row.other_effects for name, row in rows.items() if name != "claim_coverage")
+
+
+def test_report_numbers_match_a_plain_recount_of_the_records(
+    run_dir: Path, results: StaticResults
+) -> None:
+    records = _records(run_dir)
+    for row in results.rows:
+        mine = [r for r in records if r["policy"] == row.policy]
+        assert row.unsafe == sum(r["fault"] != "C0" and r["decision"] == "complete" for r in mine)
+        assert row.stuck == sum(r["fault"] != "C0" and r["decision"] == "stuck" for r in mine)
+        assert row.clean_non_complete == sum(
+            r["fault"] == "C0" and r["decision"] != "complete" for r in mine
+        )
+    for ablation in results.ablations:
+        if ablation.target_fault is None:
+            continue
+        wanted = "complete" if ablation.endpoint == "U" else "stuck"
+        counts = Counter(
+            r["policy"]
+            for r in records
+            if r["fault"] == ablation.target_fault and r["decision"] == wanted
+        )
+        assert ablation.effect == counts[f"ect-no-{ablation.ablation}"] - counts["ect"]
+
+
+def test_simulated_full_trace_row_is_labelled_everywhere(run_dir: Path) -> None:
+    write_report(run_dir)
+    for name in ("table2.md", "table2.csv", "table2.tex", "endpoints.md"):
+        text = (run_dir / name).read_text()
+        assert "Full-trace critic (simulated)" in text, name
+        assert "| Full-trace critic |" not in text
+    table = json.loads((run_dir / "table2.json").read_text())
+    assert table["simulated"] is True
+    labels = {row["policy"]: row["label"] for row in table["rows"]}
+    assert labels["full_trace_critic"] == "Full-trace critic (simulated)"
+
+
+def test_report_regenerates_byte_identically_from_the_records(run_dir: Path) -> None:
+    write_report(run_dir)
+    first = {name: (run_dir / name).read_bytes() for name in REPORT_FILES}
+    assert first["ucr.png"].startswith(b"\x89PNG\r\n\x1a\n")
+    for name in REPORT_FILES:
+        (run_dir / name).unlink()
+    write_report(run_dir)
+    assert {name: (run_dir / name).read_bytes() for name in REPORT_FILES} == first
+
+
+def _rewrite(copy: Path, records: list[dict[str, Any]]) -> None:
+    """Write ``records`` as decisions.jsonl and re-bind run.json to them."""
+    data = b"".join(msgspec.json.encode(r, order="sorted") + b"\n" for r in records)
+    (copy / "decisions.jsonl").write_bytes(data)
+    run = json.loads((copy / "run.json").read_text())
+    run["files"]["decisions.jsonl"] = file_digest(data)
+    run["records"] = len(records)
+    (copy / "run.json").write_text(json.dumps(run))
+
+
+def test_report_recomputes_from_changed_records(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    records = _records(copy)
+    flipped_tasks = ["w02-lookup", "w03-top_k", "w05-aggregation"]
+    for r in records:
+        if r["policy"] == "ect" and r["fault"] == "F2" and r["task_id"] in flipped_tasks:
+            r["decision"] = "complete"
+            r["reason_codes"] = []
+    _rewrite(copy, records)
+    results = analyse(load_run(copy))
+    ect = next(row for row in results.rows if row.policy == "ect")
+    assert ect.unsafe == 3
+    # The three tasks now have an unsafe complete under both policies: no longer discordant.
+    assert (results.h1.b_ect, results.h1.b_critic) == (0, 33)
+    assert results.h1.p_value == pytest.approx(2 / 2**33, rel=1e-12)
+    assert results.h1.estimate_pp == pytest.approx(100 * (3 - 252) / 288)
+    f2 = {row.ablation: row for row in results.ablations}["task_scope"]
+    assert f2.ect_count == 0  # F4 untouched
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("edit-line", r"decisions\.jsonl in .* does not match the digest in run\.json"),
+        ("no-run-json", r"has no run\.json: not a finished static run"),
+        ("duplicate", r"ect decided w02-lookup\.C0 twice"),
+        ("drop-attempts", r"attempts\.jsonl in .* does not match the digest"),
+        ("bad-json", r"decisions\.jsonl line 1: "),
+    ],
+)
+def test_damaged_run_directory_is_refused_with_one_line(
+    run_dir: Path, tmp_path: Path, damage: str, message: str
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    decisions = copy / "decisions.jsonl"
+    if damage == "edit-line":
+        decisions.write_bytes(decisions.read_bytes().replace(b'"stuck"', b'"continue"', 1))
+    elif damage == "no-run-json":
+        (copy / "run.json").unlink()
+    elif damage == "duplicate":
+        records = _records(copy)
+        duplicate = next(r for r in records if r["policy"] == "ect")
+        _rewrite(copy, [*records[:-1], duplicate])
+    elif damage == "drop-attempts":
+        attempts = copy / "attempts.jsonl"
+        attempts.write_bytes(b"".join(attempts.read_bytes().splitlines(keepends=True)[:-2]))
+    else:
+        _rewrite(copy, [])
+        data = b"{not json\n"
+        decisions.write_bytes(data)
+        run = json.loads((copy / "run.json").read_text())
+        run["files"]["decisions.jsonl"] = file_digest(data)
+        (copy / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunRecordsError, match=message) as caught:
+        load_run(copy)
+    assert "\n" not in str(caught.value)
