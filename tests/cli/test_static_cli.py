@@ -1,0 +1,143 @@
+"""``harness static run`` and ``harness static report``: output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.providers import default_generation_config, select_provider
+from harness.studies.static import default_out
+from harness.studies.static_report import REPORT_FILES
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="module")
+def dev_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "dev"
+    result = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"wrote 1512 decisions on 108 snapshots (108 provider attempts, simulated) to {out}\n"
+    )
+    return out
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def test_static_group_keeps_export_and_adds_run_and_report() -> None:
+    result = CliRunner().invoke(main, ["static", "--help"])
+    assert result.exit_code == 0
+    commands = re.findall(r"^  (\w+)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
+    assert commands == ["export", "report", "run"]
+
+
+def test_static_report_prints_table2_and_h1_and_writes_files(dev_run: Path) -> None:
+    result = CliRunner().invoke(main, ["static", "report", str(dev_run)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| Policy | U/96 | C/12 | S/96 | F1 |"
+    assert lines[2:9] == [
+        "| Completion | 84 | 0 | 0 | .222 |",
+        "| Self-check | 84 | 0 | 0 | .222 |",
+        "| Heuristic | 84 | 0 | 0 | .222 |",
+        "| Critic core | 84 | 0 | 12 | .222 |",
+        lines[6],
+        "| Postcondition oracle | 48 | 0 | 0 | .500 |",
+        "| ECT | 0 | 0 | 0 | 1.000 |",
+    ]
+    assert lines[6].startswith("| Full-trace critic (simulated) | ")
+    assert lines[-1].startswith(
+        "H1 (ECT vs critic core, 12 task clusters): b_ECT = 0, b_critic = 12"
+    )
+    assert lines[-1].endswith("H1 passed.")
+    assert result.stderr.startswith("wrote table2.md, ")
+    for name in REPORT_FILES:
+        assert (dev_run / name).is_file(), name
+
+
+def test_static_run_refuses_a_non_empty_directory_and_leaves_it_alone(dev_run: Path) -> None:
+    before = _files(dev_run)
+    result = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(dev_run)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: output directory {str(dev_run)!r} exists and is not empty; a run never "
+        "overwrites one - choose another --out or remove it\n"
+    )
+    assert _files(dev_run) == before
+
+
+def test_static_run_refuses_a_file_as_out(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    result = CliRunner().invoke(main, ["static", "run", "--out", str(target)])
+    assert result.exit_code == 2
+    assert result.stderr.endswith(
+        f"Error: Invalid value for '--out': Directory '{target}' is a file.\n"
+    )
+    assert target.read_text() == "x"
+
+
+def test_static_run_default_out_is_under_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["static", "run", "--split", "dev"])
+    assert result.exit_code == 0, result.output
+    selection = select_provider(
+        "simulated", credential_file=None, credential_env=None, base_url=None
+    )
+    expected = default_out("dev", selection, default_generation_config())
+    assert re.fullmatch(r"stores/static-dev-simulated-[0-9a-f]{12}", str(expected))
+    assert result.stdout.endswith(f" to {expected}\n")
+    assert (tmp_path / expected / "run.json").is_file()
+    again = CliRunner().invoke(main, ["static", "run", "--split", "dev"])
+    assert again.exit_code == 2
+    assert "exists and is not empty" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", "--credential-env", "KEY"],
+            r"^error: --credential-env apply only to --provider gemini .*\n$",
+        ),
+        (
+            ["run", "--provider", "gemini", "--credential-file", "{tmp}/missing-key"],
+            r"^error: .*missing-key.*\n$",
+        ),
+        (["report", "{tmp}/nowhere"], r"^error: no run directory '.*nowhere'\n$"),
+        (["report", "{tmp}"], r"^error: '.*' has no run\.json: not a finished static run\n$"),
+    ],
+    ids=["credential-for-simulated", "gemini-missing-key", "report-missing", "report-empty"],
+)
+def test_static_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    filled = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    out = tmp_path / "out"
+    if filled[0] == "run":
+        filled += ["--split", "dev", "--out", str(out)]
+    result = CliRunner().invoke(main, ["static", *filled])
+    assert result.exit_code == 2, result.output
+    assert re.match(message, result.stderr), result.stderr
+    assert result.stdout == ""
+    assert not out.exists()  # nothing written for a refused run
+
+
+def test_static_run_unknown_split_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["static", "run", "--split", "v2"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--split'" in result.stderr
