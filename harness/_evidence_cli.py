@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Final
 
 import click
+import msgspec
 
+from harness.audit import audit_store, render_audit
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
 from harness.store import lock_digest
 from preflight._cli import preflight_cmd
 
-__all__ = ["COMMANDS", "lock_cmd"]
+__all__ = ["COMMANDS", "audit_cmd", "lock_cmd"]
 
 
 @click.command("lock")
@@ -61,4 +63,21 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     click.echo(f"  generation_config {lock.generation_config.digest}")
 
 
-COMMANDS: Final = (lock_cmd, preflight_cmd)
+@click.command("audit")
+@click.argument("store", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON.")
+def audit_cmd(store: Path, as_json: bool) -> None:
+    """Audit every provider attempt of a run store, its hashes and its credential hygiene.
+
+    Exit 0 when the audit passed, 3 when it found a problem.
+    """
+    report = audit_store(store)
+    if as_json:
+        click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    else:
+        click.echo(render_audit(report))
+    if not report.ok:
+        sys.exit(3)
+
+
+COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd)
