@@ -268,6 +268,13 @@ def default_out(split: StudySplit, selection: ProviderSelection, config: Generat
     return Path("stores") / f"static-{split}-{selection.provider.value}-{short}"
 
 
+def _close(provider: Provider) -> None:
+    # The protocol has no close; the Gemini provider holds HTTP connections that it closes.
+    close = getattr(provider, "close", None)
+    if callable(close):
+        close()
+
+
 class Progress(Protocol):
     """What the runner reports progress to (``click.progressbar`` satisfies it)."""
 
@@ -341,5 +348,6 @@ def run_static(
         )
     finally:
         writer.close()
+        _close(provider)
     _log.debug("static.run", out=str(out), split=split, records=records, attempts=attempts)
     return info
