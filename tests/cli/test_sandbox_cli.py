@@ -111,3 +111,18 @@ def test_check_profile_ok_and_broken(tmp_path: Path) -> None:
     bad = CliRunner().invoke(main, ["sandbox", "check-profile", str(broken)])
     assert bad.exit_code == 1
     assert "operation network* is not allowed" in bad.stdout
+
+
+@linux_only
+def test_unprovable_sandbox_refuses_with_exit_three(tmp_path: Path) -> None:
+    policy = json.loads(Path(load_linux_policy().path).read_text())
+    policy["landlock"]["min_abi"] = 99
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(policy))
+    result = CliRunner().invoke(main, ["sandbox", "probe", "--policy", str(path)])
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    # Log lines name each tier's failure; the error itself is one line, the last.
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [result.stderr.strip().splitlines()[-1]]
+    assert errors[0].startswith("error: cannot sandbox tool calls on this machine, no tier of the")
