@@ -56,6 +56,12 @@ __all__ = [
     "ToolTraceError",
     "UnknownTaskError",
     "UnknownWorldError",
+    "CheckpointError",
+    "RunStoppedError",
+    "StoreHasCellsError",
+    "V2ConfigError",
+    "V2ScheduleError",
+    "V2StudyError",
     "FastPathInvariantError",
     "RunDirectoryExistsError",
     "RunRecordsError",
@@ -299,3 +305,32 @@ class FastPathInvariantError(StaticStudyError):
     """The critic core needed its model on a static snapshot: the frozen comparison is void."""
 
     exit_code = 3
+
+
+# V2 study family (harness/studies/v2): the closed-loop study.
+
+
+class V2StudyError(HarnessError):
+    """The V2 closed-loop study cannot run or resume as asked."""
+
+
+class V2ConfigError(V2StudyError):
+    """The frozen V2 study config is missing, unreadable or inconsistent."""
+
+
+class V2ScheduleError(V2StudyError):
+    """The V2 schedule file is missing, malformed or not the one the config generates."""
+
+
+class CheckpointError(V2StudyError):
+    """A task's checkpoint cannot be derived from its assigned fault as the study requires."""
+
+
+class StoreHasCellsError(V2StudyError):
+    """``v2 run`` was pointed at an existing store; such a store is continued with resume."""
+
+
+class RunStoppedError(V2StudyError):
+    """A signal stopped the run after its last committed cell; ``v2 resume`` continues it."""
+
+    exit_code = 130

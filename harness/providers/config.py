@@ -24,6 +24,7 @@ __all__ = [
     "CriticBehaviour",
     "GeminiSettings",
     "GenerationConfig",
+    "PlannerBehaviour",
     "PriceTable",
     "RoleLimits",
     "SimulatedSettings",
@@ -120,6 +121,39 @@ class CriticBehaviour(_Frozen, frozen=True, kw_only=True):
             raise ValueError("stuck_after_failures must be >= 1")
 
 
+class PlannerBehaviour(_Frozen, frozen=True, kw_only=True):
+    """The simulated planner: a fallible agent (``sim_planner``). Every field is a probability.
+
+    Attributes:
+        premature_rate: with required evidence missing and no feedback yet, propose completion
+            anyway (from its draft, or from whatever receipts it has).
+        heed_codes_rate: after feedback carrying verifier reason codes, address the problem
+            (fetch the missing evidence, fix the certificate) instead of proposing again as is.
+        heed_text_rate: the same after free-text feedback only (a critic's reason).
+        stuck_rate: declare stuck when the latest tool call failed.
+        repeat_failed_rate: repeat the latest failing call unchanged instead of fixing it.
+        wrong_citation_rate: cite a wrong receipt for one slot of a completion.
+        miscompute_rate: miscompute one claimed value of a completion.
+        stale_digest_rate: after a tool call, copy the ledger digest shown before it.
+        done_token_rate: end a completion message with the DONE token.
+    """
+
+    premature_rate: float
+    heed_codes_rate: float
+    heed_text_rate: float
+    stuck_rate: float
+    repeat_failed_rate: float
+    wrong_citation_rate: float
+    miscompute_rate: float
+    stale_digest_rate: float
+    done_token_rate: float
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1]")
+
+
 class SimulatedSettings(_Frozen, frozen=True, kw_only=True):
     """The simulated provider: its model label, token accounting and per-role behaviours.
 
@@ -131,6 +165,7 @@ class SimulatedSettings(_Frozen, frozen=True, kw_only=True):
     chars_per_token: int
     price: PriceTable
     critic: CriticBehaviour
+    planner: PlannerBehaviour
 
     def __post_init__(self) -> None:
         if self.chars_per_token < 1:
@@ -180,6 +215,17 @@ def default_generation_config() -> GenerationConfig:
                 source="simulated provider: runs locally, no charge",
             ),
             critic=CriticBehaviour(continue_rate=0.1, stuck_rate=0.5, stuck_after_failures=2),
+            planner=PlannerBehaviour(
+                premature_rate=0.6,
+                heed_codes_rate=0.85,
+                heed_text_rate=0.5,
+                stuck_rate=0.15,
+                repeat_failed_rate=0.3,
+                wrong_citation_rate=0.1,
+                miscompute_rate=0.1,
+                stale_digest_rate=0.3,
+                done_token_rate=0.9,
+            ),
         ),
     )
 

@@ -40,6 +40,7 @@ from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Ro
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.providers.schema import validate
 from harness.providers.sim_critic import PermissiveCritic
+from harness.providers.sim_planner import FalliblePlanner
 from harness.providers.stream import Stream
 
 __all__ = [
@@ -80,7 +81,7 @@ class SimulatedReply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 def default_behaviours() -> dict[Role, RoleBehaviour]:
     """The role behaviours the simulated provider plays by default (one entry per role)."""
-    return {Role.CRITIC: PermissiveCritic()}
+    return {Role.CRITIC: PermissiveCritic(), Role.PLANNER: FalliblePlanner()}
 
 
 def request_stream(request: ProviderRequest) -> Stream:

@@ -34,6 +34,7 @@ from harness.providers.critic import (
     critic_view,
     verdict,
 )
+from harness.providers.sim_critic import PermissiveCritic
 from harness.providers.simulated import SimulatedReply, request_stream
 
 TASK = TaskBrief(
@@ -184,7 +185,8 @@ def test_simulated_without_a_behaviour_for_the_role_refuses() -> None:
         SimulatedBehaviourMissingError,
         match=r"^the simulated provider has no behaviour for role 'planner'$",
     ):
-        trio.run(SimulatedProvider().generate, request, audit)
+        # A provider built to play the critic only (the default one also plays the planner).
+        trio.run(SimulatedProvider({Role.CRITIC: PermissiveCritic()}).generate, request, audit)
     assert journal.entries == []
 
 

@@ -1,0 +1,96 @@
+"""The run's progress line on stderr: cells done, current cell, provider calls, tokens, cost, ETA.
+
+On a terminal the line is redrawn in place; otherwise (a log file, CI) one line is written every
+``every`` cells and at the end, so logs stay short. Progress is display only: nothing here is
+recorded or hashed, and the wall clock it reads (a monotonic one) never reaches a result.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Final, TextIO
+
+__all__ = ["Progress"]
+
+_BAR: Final = 24
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _tokens(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.2f}M"
+    if count >= 1_000:
+        return f"{count / 1_000:.1f}k"
+    return str(count)
+
+
+class Progress:
+    """Counts and renders progress (see the module docstring).
+
+    Args:
+        stream: where to write (stderr).
+        total: cells in the schedule.
+        done: cells already committed when this session started.
+        live: redraw one line in place (a terminal) instead of writing periodic lines.
+        every: with ``live`` off, write a line every this many cells.
+    """
+
+    def __init__(
+        self, stream: TextIO, *, total: int, done: int, live: bool, every: int = 48
+    ) -> None:
+        self._stream = stream
+        self._total = total
+        self._done = done
+        self._start_done = done
+        self._live = live
+        self._every = max(1, every)
+        self._started = time.monotonic()
+        self.provider_calls = 0
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self._current = ""
+
+    def _line(self) -> str:
+        filled = _BAR * self._done // max(1, self._total)
+        session = self._done - self._start_done
+        elapsed = time.monotonic() - self._started
+        eta = _clock(elapsed / session * (self._total - self._done)) if session else "?"
+        return (
+            f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} cells"
+            f" | {self._current or '-'} | provider calls {self.provider_calls}"
+            f" | tokens {_tokens(self.tokens)} | cost ${self.cost_usd:.4f}"
+            f" | elapsed {_clock(elapsed)} | ETA {eta}"
+        )
+
+    def _write(self, final: bool = False) -> None:
+        if self._live:
+            self._stream.write("\r\x1b[2K" + self._line() + ("\n" if final else ""))
+        else:
+            self._stream.write(self._line() + "\n")
+        self._stream.flush()
+
+    def start(self, cell_id: str) -> None:
+        """A cell begins (shown live only)."""
+        self._current = cell_id
+        if self._live:
+            self._write()
+
+    def finish(self, *, provider_calls: int, tokens: int, cost_usd: float) -> None:
+        """A cell was committed."""
+        self._done += 1
+        self.provider_calls += provider_calls
+        self.tokens += tokens
+        self.cost_usd += cost_usd
+        if self._live or self._done % self._every == 0 or self._done == self._total:
+            self._write()
+
+    def close(self) -> None:
+        """Write the last line (and end the live one)."""
+        self._current = "stopped" if self._done < self._total else "done"
+        self._write(final=True)

@@ -1,0 +1,294 @@
+"""The trio scheduler: cells strictly in schedule order, each committed atomically to the store.
+
+For each schedule row from the store's next row on: run the cell (``loop.run_cell``) with its
+provider attempts journaled durably in the store before and after each call (raw responses go
+to content-addressed blobs), then commit the cell's ``CellResult`` together with its
+provider-attempt audit group in one record. Rows are never skipped, repeated or reordered (the
+store refuses it), and a resumed run starts at the first row the verified prefix lacks.
+
+SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the cell in flight is cancelled and not
+committed (its attempts are already journaled, so resume reports and binds them), every
+committed cell stays, the writer lock is released, and the run ends with ``RunStoppedError``
+naming the store to resume. A cell's planner and policy objects are created inside its own run
+and dropped after it; the only things shared across cells are the stateless provider and the
+sandbox backend.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from harness.errors import StoreHasCellsError, StoreNotFoundError
+from harness.log import get_logger
+from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
+from harness.providers.protocol import Provider
+from harness.store import RunStore, verify_store
+from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
+from harness.studies.v2.config import V2Config
+from harness.studies.v2.loop import CellInputs, ToolRunner, run_cell
+from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.progress import Progress
+from harness.studies.v2.schedule import Row
+from harness.worlds import build_tasks, generate_world
+from harness.worlds.tasks import Task
+
+__all__ = [
+    "RunReport",
+    "StoreAudit",
+    "StudyInputs",
+    "existing_cells",
+    "prepare",
+    "refuse_existing",
+    "run_rows",
+]
+
+_log = get_logger("harness.studies.v2")
+
+
+@dataclass(frozen=True)
+class StudyInputs:
+    """What every cell draws on: the config, the rows, the tasks, checkpoints and worlds."""
+
+    config: V2Config
+    rows: tuple[Row, ...]
+    tasks: Mapping[str, Task]
+    checkpoints: Mapping[tuple[str, str], Checkpoint]
+    worlds: Mapping[str, Mapping[str, Any]]
+
+    def cell(self, row: Row) -> CellInputs:
+        """The inputs of one cell."""
+        return CellInputs(
+            row=row,
+            task=self.tasks[row.task_id],
+            checkpoint=self.checkpoints[(row.task_id, row.checkpoint)],
+            world=self.worlds[row.world_id],
+            budget=self.config.budget,
+            generation=self.config.generation_config,
+        )
+
+
+def prepare(config: V2Config, rows: Sequence[Row]) -> StudyInputs:
+    """Generate the worlds, admit the tasks and derive both checkpoints of every task in rows.
+
+    Raises:
+        CheckpointError: a task's assigned fault does not give a recoverably incomplete
+            checkpoint within the tool budget.
+    """
+    wanted = {row.task_id for row in rows}
+    tasks: dict[str, Task] = {}
+    worlds: dict[str, Mapping[str, Any]] = {}
+    checkpoints: dict[tuple[str, str], Checkpoint] = {}
+    for world_id in config.worlds:
+        world = generate_world(world_id)
+        plain = world.to_plain()
+        worlds[world_id] = plain
+        for task in build_tasks(world):
+            if task.task_id not in wanted:
+                continue
+            tasks[task.task_id] = task
+            fault = config.fault_assignment.tasks[task.task_id]
+            clean, incomplete = build_checkpoints(
+                task, plain, fault, tool_budget=config.budget.additional_tool_calls
+            )
+            checkpoints[(task.task_id, "clean")] = clean
+            checkpoints[(task.task_id, "incomplete")] = incomplete
+    return StudyInputs(
+        config=config, rows=tuple(rows), tasks=tasks, checkpoints=checkpoints, worlds=worlds
+    )
+
+
+class StoreAudit:
+    """The run store as the providers' attempt journal and blob sink (timed for the benchmark).
+
+    ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
+    after it; ``put`` stores raw bytes content-addressed.
+    """
+
+    def __init__(self, store: RunStore) -> None:
+        self._store = store
+        self._open: dict[tuple[str, str, int, str], int] = {}
+        self.seconds = 0.0
+
+    @staticmethod
+    def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
+        return (item.cell_id, item.role.value, item.attempt_index, item.request_hash)
+
+    def begin(self, intent: AttemptIntent) -> None:
+        """Journal an attempt about to be sent."""
+        started = time.perf_counter()
+        key = self._key(intent)
+        if key in self._open:
+            raise ValueError(f"attempt {key} begun twice")
+        self._open[key] = self._store.journal_begin(intent)
+        self.seconds += time.perf_counter() - started
+
+    def end(self, record: AttemptRecord) -> None:
+        """Journal how an attempt ended, with the blobs it stored."""
+        started = time.perf_counter()
+        begun = self._open.pop(self._key(record), None)
+        if begun is None:
+            raise ValueError(f"attempt {self._key(record)} ended without a begin")
+        blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
+        self._store.journal_end(begun, record, blobs=blobs)
+        self.seconds += time.perf_counter() - started
+
+    def put(self, data: bytes) -> str:
+        """Store raw bytes; return their address."""
+        started = time.perf_counter()
+        address = self._store.put_blob(data)
+        self.seconds += time.perf_counter() - started
+        return address
+
+
+@dataclass
+class RunReport:
+    """What one session of the scheduler did (timings are measurements, never stored)."""
+
+    store: Path
+    total: int
+    done: int
+    committed: int = 0
+    stopped_by: str | None = None
+    tool_seconds: float = 0.0
+    provider_seconds: float = 0.0
+    policy_seconds: dict[str, float] = field(default_factory=dict)
+    store_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    results: list[CellResult] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every row of the schedule is committed."""
+        return self.done == self.total
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self.scope: trio.CancelScope | None = None
+
+
+async def _watch(stop: _Stop, *, task_status: trio.TaskStatus[None]) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        task_status.started()
+        async for signum in received:
+            stop.signal = signal.Signals(signum).name
+            _log.warning("v2.stop_requested", signal=stop.signal)
+            if stop.scope is not None:
+                stop.scope.cancel()
+
+
+async def _cells(
+    store: RunStore,
+    inputs: StudyInputs,
+    provider: Provider,
+    tools: ToolRunner,
+    progress: Progress | None,
+    report: RunReport,
+    stop: _Stop,
+    keep_results: bool,
+) -> None:
+    audit_sink = StoreAudit(store)
+    audit = Audit(journal=audit_sink, blobs=audit_sink)
+    for index in range(store.next_row_index, len(inputs.rows)):
+        if stop.signal is not None:
+            break
+        row = inputs.rows[index]
+        if progress is not None:
+            progress.start(row.cell_id)
+        with trio.CancelScope() as scope:
+            stop.scope = scope
+            run = await run_cell(inputs.cell(row), provider, tools, audit)
+        stop.scope = None
+        if scope.cancelled_caught:
+            break
+        started = time.perf_counter()
+        store.commit_cell(index, run.result, run.attempts)
+        report.store_seconds += time.perf_counter() - started
+        report.committed += 1
+        report.done += 1
+        report.tool_seconds += run.timing.tool_seconds
+        report.provider_seconds += run.timing.provider_seconds
+        arm = report.policy_seconds
+        arm[row.policy] = arm.get(row.policy, 0.0) + run.timing.policy_seconds
+        if keep_results:
+            report.results.append(run.result)
+        if progress is not None:
+            progress.finish(
+                provider_calls=run.result.provider_calls,
+                tokens=run.result.tokens,
+                cost_usd=run.result.cost_usd,
+            )
+    report.store_seconds += audit_sink.seconds
+
+
+def run_rows(
+    store: RunStore,
+    inputs: StudyInputs,
+    provider: Provider,
+    tools: ToolRunner,
+    *,
+    progress: Progress | None = None,
+    keep_results: bool = False,
+    handle_signals: bool = True,
+) -> RunReport:
+    """Run every row from the store's next row on, committing each cell (see the docstring).
+
+    Args:
+        store: an open writer bound to ``inputs.rows``' schedule.
+        inputs: from ``prepare``.
+        provider: answers planner and critic calls.
+        tools: runs tool calls (the sandbox).
+        progress: the progress line, or None for none.
+        keep_results: also return every committed result in the report.
+        handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
+
+    Returns:
+        What this session did; ``stopped_by`` names the signal when one stopped it.
+    """
+    report = RunReport(store=store.root, total=len(inputs.rows), done=store.next_row_index)
+    stop = _Stop()
+    started = time.perf_counter()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            if handle_signals:
+                await nursery.start(_watch, stop)
+            await _cells(store, inputs, provider, tools, progress, report, stop, keep_results)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    report.wall_seconds = time.perf_counter() - started
+    report.stopped_by = stop.signal
+    if progress is not None:
+        progress.close()
+    return report
+
+
+def existing_cells(root: Path) -> int | None:
+    """Committed cells in the valid prefix of the store at ``root`` (None: no store there)."""
+    try:
+        return verify_store(root).cells
+    except StoreNotFoundError:
+        return None
+
+
+def refuse_existing(root: Path) -> None:
+    """``v2 run`` never continues an existing store: say how to resume it instead.
+
+    Raises:
+        StoreHasCellsError: a store exists at ``root``.
+    """
+    cells = existing_cells(root)
+    if cells is not None:
+        raise StoreHasCellsError(
+            f"{root} already holds a run store with {cells} committed cells; "
+            f"continue it with `harness v2 resume {root}`"
+        )
