@@ -89,6 +89,8 @@ class FileRole(StrEnum):
 
 
 COVERED_FILES: Final[tuple[tuple[FileRole, str], ...]] = (
+    (FileRole.STUDY_CONFIG, "schedules/v2-config.json"),
+    (FileRole.SCHEDULE, "schedules/v2-schedule.json"),
     (FileRole.SANDBOX_POLICY, "sandbox_profiles/linux-tool-worker.json"),
     (FileRole.SANDBOX_PROFILE, "sandbox_profiles/tool-worker.sb"),
     (FileRole.TASK_MANIFEST, "schedules/benchmark-manifest.json"),
