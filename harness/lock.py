@@ -8,7 +8,7 @@
 - every prompt file in ``harness/prompts/``;
 - the files in ``COVERED_FILES``: the V2 study config and canonical schedule, the sandbox
   policy and profile, and the benchmark's task/snapshot manifest;
-- the frozen generation config the study config names (model, temperature, token limits,
+- the frozen generation config the study config holds (model, temperature, token limits,
   thinking budgets, timeouts, price tables, simulated-provider parameters), both its canonical
   digest and its body, plus the fixed full-trace-critic seed. The cell seeds are part of the
   schedule.
@@ -38,8 +38,8 @@ from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
+    GenerationConfig,
     config_digest,
-    default_generation_config,
 )
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "project_root",
     "read_lock",
     "require_current",
+    "study_generation_config",
     "tree_digest",
     "write_lock",
 ]
@@ -230,7 +231,7 @@ def build_lock(root: Path | None = None) -> StudyLock:
         files = _tree_files(base, top)
         trees.append(LockedTree(path=top, digest=tree_digest(files), files=files))
     covered = _prompt_files(base) + [_locked_file(base, role, rel) for role, rel in COVERED_FILES]
-    generation = default_generation_config()
+    generation = study_generation_config(base)
     return StudyLock(
         schema=LOCK_SCHEMA,
         trees=tuple(trees),
@@ -241,6 +242,30 @@ def build_lock(root: Path | None = None) -> StudyLock:
             config=msgspec.to_builtins(generation),
         ),
     )
+
+
+def study_generation_config(root: Path | None = None) -> GenerationConfig:
+    """The generation config the study config (``COVERED_FILES``' study_config) freezes.
+
+    Read as the config file's ``generation_config`` object, decoded strictly; this module does
+    not interpret the rest of the study config (the study does).
+
+    Raises:
+        CoveredFileMissingError: the lock covers no study config, or it does not exist.
+        StudyLockError: the study config holds no valid generation config.
+    """
+    base = (root if root is not None else project_root()).resolve()
+    rel = next((path for role, path in COVERED_FILES if role is FileRole.STUDY_CONFIG), None)
+    if rel is None:
+        raise CoveredFileMissingError("the study lock covers no study config")
+    data = _read(base / rel, f"{FileRole.STUDY_CONFIG.value} {rel}")
+    try:
+        document = msgspec.json.decode(data, type=dict[str, Any])
+        return msgspec.convert(document["generation_config"], GenerationConfig, strict=True)
+    except KeyError as e:
+        raise StudyLockError(f"the study config {rel} names no generation_config") from e
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise StudyLockError(f"the study config {rel} holds no valid generation config: {e}") from e
 
 
 def encode_lock(lock: StudyLock) -> bytes:

@@ -171,12 +171,18 @@ def _check_lock(run: _Run, root: Path | None) -> Check:
 
 
 def _decode_rows(data: bytes, shown: Path) -> list[dict[str, Any]]:
+    """The rows of a schedule file: a JSON array of row objects, or an object whose ``rows``
+    member is one (the V2 schedule file, which also carries its digests)."""
     try:
-        rows = msgspec.json.decode(data, type=list[dict[str, Any]])
-    except msgspec.ValidationError as e:
-        raise ValueError(f"schedule {shown} is not a JSON array of row objects: {e}") from e
+        document = msgspec.json.decode(data)
     except msgspec.DecodeError as e:
         raise ValueError(f"schedule {shown} is not JSON: {e}") from e
+    if isinstance(document, dict):
+        document = document.get("rows")
+    try:
+        rows = msgspec.convert(document, list[dict[str, Any]], strict=True)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"schedule {shown} holds no array of row objects: {e}") from e
     if not rows:
         raise ValueError(f"schedule {shown} has no rows")
     return rows

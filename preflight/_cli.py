@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 import msgspec
 
-from harness.providers import ProviderName, default_generation_config
+from harness.lock import study_generation_config
+from harness.providers import ProviderName
 from preflight._checks import choose_provider, run_preflight
 from preflight._report import encode_report
 from preflight._schedule import default_schedule_source
@@ -75,7 +76,7 @@ def preflight_cmd(
         schedule_path,
         store_dir,
         choice,
-        generation_config=default_generation_config(),
+        generation_config=study_generation_config(),
         schedule_source=default_schedule_source(),
     )
     if as_json:

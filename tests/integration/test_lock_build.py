@@ -23,6 +23,7 @@ from harness.lock import (
     project_root,
     read_lock,
     require_current,
+    study_generation_config,
     write_lock,
 )
 from harness.providers import config_digest, default_generation_config
@@ -71,8 +72,10 @@ def test_lock_covers_exactly_the_declared_set(copy: Path) -> None:
         FileRole.TASK_MANIFEST,
     }
     generation = lock.generation_config
-    assert generation.config == msgspec.to_builtins(default_generation_config())
-    assert generation.digest == config_digest(default_generation_config())
+    frozen = study_generation_config(copy)
+    assert generation.config == msgspec.to_builtins(frozen)
+    assert generation.digest == config_digest(frozen)
+    assert frozen == default_generation_config()
     assert generation.full_trace_critic_seed == 2705
 
 
@@ -154,6 +157,23 @@ def test_lock_stale_names_each_difference(
     assert check_lock(copy / DEFAULT_LOCK_PATH, copy) == expected
     with pytest.raises(LockStaleError, match=r"is stale: .*; run `harness lock`$"):
         require_current(copy / DEFAULT_LOCK_PATH, copy)
+
+
+def test_lock_generation_config_comes_from_the_study_config(copy: Path) -> None:
+    path = copy / "schedules" / "v2-config.json"
+    document = msgspec.json.decode(path.read_bytes())
+    document["generation_config"]["gemini"]["temperature"] = 0.9
+    path.write_bytes(msgspec.json.encode(document))
+    assert check_lock(copy / DEFAULT_LOCK_PATH, copy) == [
+        "covered file study_config schedules/v2-config.json changed",
+        f"generation config is {build_lock(copy).generation_config.digest} on disk, "
+        f"{read_lock(copy / DEFAULT_LOCK_PATH)[0].generation_config.digest} in the lock",
+    ]
+    assert study_generation_config(copy).gemini.temperature == 0.9
+    del document["generation_config"]
+    path.write_bytes(msgspec.json.encode(document))
+    with pytest.raises(StudyLockError, match=r"names no generation_config$"):
+        build_lock(copy)
 
 
 def test_lock_reformatted_file_is_stale(copy: Path) -> None:
