@@ -22,6 +22,7 @@ from harness.log import configure
 from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
 from harness.studies._static_cli import add_static_commands
+from harness.studies.v2._cli import v2_group
 from harness.worlds._cli import COMMANDS as WORLDS_COMMANDS
 
 __all__ = ["main"]
@@ -116,3 +117,4 @@ for _command in WORLDS_COMMANDS:  # worlds show, tasks list, static export
 for _evidence in EVIDENCE_COMMANDS:  # lock, preflight, audit, replay, export
     main.add_command(_evidence)
 add_static_commands(main)  # static run, static report
+main.add_command(v2_group)  # v2 run, resume, status

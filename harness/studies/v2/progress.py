@@ -55,6 +55,7 @@ class Progress:
         self.tokens = 0
         self.cost_usd = 0.0
         self._current = ""
+        self._written = -1
 
     def _line(self) -> str:
         filled = _BAR * self._done // max(1, self._total)
@@ -69,6 +70,7 @@ class Progress:
         )
 
     def _write(self, final: bool = False) -> None:
+        self._written = self._done
         if self._live:
             self._stream.write("\r\x1b[2K" + self._line() + ("\n" if final else ""))
         else:
@@ -93,4 +95,5 @@ class Progress:
     def close(self) -> None:
         """Write the last line (and end the live one)."""
         self._current = "stopped" if self._done < self._total else "done"
-        self._write(final=True)
+        if self._live or self._written != self._done:
+            self._write(final=True)

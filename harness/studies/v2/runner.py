@@ -194,6 +194,7 @@ async def _cells(
     report: RunReport,
     stop: _Stop,
     keep_results: bool,
+    first_blobs: Sequence[str],
 ) -> None:
     audit_sink = StoreAudit(store)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
@@ -210,7 +211,9 @@ async def _cells(
         if scope.cancelled_caught:
             break
         started = time.perf_counter()
-        store.commit_cell(index, run.result, run.attempts)
+        # The session's first record also binds the blobs handed in (the preflight report).
+        blobs = first_blobs if report.committed == 0 else ()
+        store.commit_cell(index, run.result, run.attempts, blobs=blobs)
         report.store_seconds += time.perf_counter() - started
         report.committed += 1
         report.done += 1
@@ -238,6 +241,7 @@ def run_rows(
     progress: Progress | None = None,
     keep_results: bool = False,
     handle_signals: bool = True,
+    first_blobs: Sequence[str] = (),
 ) -> RunReport:
     """Run every row from the store's next row on, committing each cell (see the docstring).
 
@@ -249,6 +253,8 @@ def run_rows(
         progress: the progress line, or None for none.
         keep_results: also return every committed result in the report.
         handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
+        first_blobs: stored blobs the session's first committed record binds (the preflight
+            report).
 
     Returns:
         What this session did; ``stopped_by`` names the signal when one stopped it.
@@ -261,7 +267,9 @@ def run_rows(
         async with trio.open_nursery() as nursery:
             if handle_signals:
                 await nursery.start(_watch, stop)
-            await _cells(store, inputs, provider, tools, progress, report, stop, keep_results)
+            await _cells(
+                store, inputs, provider, tools, progress, report, stop, keep_results, first_blobs
+            )
             nursery.cancel_scope.cancel()
 
     trio.run(main)

@@ -1,0 +1,108 @@
+"""``harness v2``: run, resume and inspect the frozen V2 closed-loop study.
+
+Thin: it resolves paths, calls ``harness.studies.v2.study`` and prints. Expected failures are
+``HarnessError``s (a blocked preflight, an existing store, a stop by signal), printed once by
+the main CLI with their exit codes. Progress goes to stderr; the final summary to stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from harness.providers.selection import ProviderSelection, provider_options
+from harness.studies.v2.study import (
+    Outcome,
+    default_store_dir,
+    execute,
+    read_results,
+    status_lines,
+    summary_rows,
+)
+
+__all__ = ["v2_group"]
+
+
+@click.group("v2")
+def v2_group() -> None:
+    """The frozen V2 closed-loop study (576 cells): run, resume, status."""
+
+
+_LOCK_HELP = "Study lock the run is bound to (default: schedules/study-lock.json)."
+
+
+def _echo_outcome(store: Path, outcome: Outcome) -> None:
+    report = outcome.report
+    rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
+    click.echo(f"store: {store}")
+    if outcome.orphaned_attempts:
+        click.echo(
+            f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
+            "(bound into the first record of this session)"
+        )
+    click.echo(
+        f"cells: {report.done}/{report.total} committed, {report.committed} this session in "
+        f"{report.wall_seconds:.1f} s ({rate:.1f} cells/s)"
+    )
+    if outcome.manifest is not None:
+        click.echo(
+            f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
+            "rewritten store)"
+        )
+    for line in status_lines(store)[4:]:
+        click.echo(line)
+
+
+@v2_group.command("run")
+@click.option(
+    "--store",
+    "store_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="New run store directory (default: stores/v2-<UTC time>). Refused if a store is there.",
+)
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+@provider_options
+def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSelection) -> None:
+    """Run the whole study into a new store: preflight, 576 cells in order, manifest.
+
+    Ctrl-C or SIGTERM stops after journaling (exit 130); `harness v2 resume DIR` continues.
+    """
+    store = store_dir if store_dir is not None else default_store_dir()
+    outcome = execute(store, resume=False, selection=provider, lock_path=lock_path)
+    _echo_outcome(store, outcome)
+
+
+@v2_group.command("resume")
+@click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+@provider_options
+def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderSelection) -> None:
+    """Continue a store from its verified prefix (a torn tail is repaired, never rewritten)."""
+    outcome = execute(store_dir, resume=True, selection=provider, lock_path=lock_path)
+    _echo_outcome(store_dir, outcome)
+
+
+@v2_group.command("status")
+@click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the per-pipeline counts as JSON.")
+def status_cmd(store_dir: Path, as_json: bool) -> None:
+    """Verification state, committed cells and per-pipeline outcome counts so far."""
+    if as_json:
+        results, view = read_results(store_dir)
+        doc = {
+            "store": str(store_dir),
+            "status": view.report.status.value,
+            "cells": view.report.cells,
+            "schedule_rows": view.report.schedule_rows,
+            "finalized": view.report.finalized,
+            "simulated": any(r.simulated for r in results),
+            "pipelines": summary_rows(results),
+        }
+        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+        return
+    for line in status_lines(store_dir):
+        click.echo(line)
