@@ -16,10 +16,13 @@ import msgspec
 
 from harness.audit import audit_store, render_audit
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
+from harness.providers import scrub_ambient
+from harness.replay import render_replay, replay_store
 from harness.store import lock_digest
+from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from preflight._cli import preflight_cmd
 
-__all__ = ["COMMANDS", "audit_cmd", "lock_cmd"]
+__all__ = ["COMMANDS", "audit_cmd", "lock_cmd", "replay_cmd"]
 
 
 @click.command("lock")
@@ -80,4 +83,41 @@ def audit_cmd(store: Path, as_json: bool) -> None:
         sys.exit(3)
 
 
-COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd)
+@click.command("replay")
+@click.argument("store", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The frozen V2 study config (default: schedules/v2-config.json); it must be the one "
+    "the store's study lock covers.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The stored report to compare (default: STORE/report).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the replay report as JSON.")
+def replay_cmd(
+    store: Path, config_path: Path | None, report_dir: Path | None, as_json: bool
+) -> None:
+    """Recompute every decision and the whole analysis offline, with no credential.
+
+    Ambient GOOGLE_*/GEMINI_* variables are removed first and every socket connection is
+    refused while replay runs. Exit 0 when everything matched, 3 when anything differed.
+    """
+    scrub_ambient()
+    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    report = replay_store(store, config, report_dir=report_dir)
+    if as_json:
+        click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    else:
+        click.echo(render_replay(report))
+    if not report.ok:
+        sys.exit(3)
+
+
+COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd)

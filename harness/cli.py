@@ -22,6 +22,7 @@ from harness.log import configure
 from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
 from harness.studies._static_cli import add_static_commands
+from harness.studies._v2_report_cli import v2_report_cmd
 from harness.studies.v2._cli import v2_group
 from harness.worlds._cli import COMMANDS as WORLDS_COMMANDS
 
@@ -118,3 +119,4 @@ for _evidence in EVIDENCE_COMMANDS:  # lock, preflight, audit, replay, export
     main.add_command(_evidence)
 add_static_commands(main)  # static run, static report
 main.add_command(v2_group)  # v2 run, resume, status
+v2_group.add_command(v2_report_cmd)  # v2 report

@@ -15,8 +15,8 @@ Definitions (the frozen protocol; outcome flags are defined in ``v2.outcomes``):
   incomplete-checkpoint trajectories; Turns and Calls = per-trajectory means over both
   checkpoints. Column headers carry the actual denominators (66, 132, 66, 66 in the full study).
 - H2: ECT minus comparator rate of U, paired task-cluster bootstrap (``bootstrap_replicates``
-  replicates, ``bootstrap_seed``, ``confidence``); passes iff the interval's upper bound is
-  below 0.
+  replicates, ``bootstrap_seed``, ``confidence``); passes iff the point estimate and the
+  interval's upper bound are below 0.
 - H3: ECT minus comparator rate of S; passes iff the interval's lower bound exceeds the
   noninferiority margin (``h3.noninferiority_margin_pp``, in percentage points).
 - H4: the recovery gate on ECT's primary incomplete trajectories: the recovery fraction R/N is
@@ -272,8 +272,8 @@ def _hypothesis(
     interval = _bootstrap(first, second, trials, p)
     low, high = _pp(interval.low), _pp(interval.high)
     if name == "H2":
-        criterion = "interval wholly below 0"
-        passed = bool(trials) and high < 0.0
+        criterion = "point estimate below 0 and interval wholly below 0"
+        passed = bool(trials) and interval.estimate < 0.0 and high < 0.0
     else:
         margin = p.h3.noninferiority_margin_pp
         criterion = f"interval lower bound above the {margin:g} pp noninferiority margin"

@@ -47,6 +47,7 @@ __all__ = [
     "ReportDocument",
     "ReportManifest",
     "StoreIdentity",
+    "bound_config",
     "build_report",
     "decode_manifest",
     "load_results",
@@ -105,8 +106,15 @@ class ReportBundle(msgspec.Struct, frozen=True, kw_only=True):
     files: dict[str, bytes]
 
 
-def _config_from_store(root: Path, config_path: Path) -> tuple[V2Config, str]:
-    """The frozen config at ``config_path``, refused unless the store's lock covers its bytes."""
+def bound_config(root: Path, config_path: Path) -> tuple[V2Config, str]:
+    """The frozen config at ``config_path``, refused unless the store's lock covers its bytes.
+
+    Returns:
+        The config and the digest of its file bytes.
+
+    Raises:
+        StudyReportError: the store holds no V2 study lock, or the lock covers other bytes.
+    """
     try:
         lock_bytes = (root / "study.lock").read_bytes()
     except OSError as e:
@@ -172,7 +180,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     """
     base = Path(root)
     view, results = load_results(base)
-    config, config_digest = _config_from_store(base, config_path)
+    config, config_digest = bound_config(base, config_path)
     report = view.report
     lock_bytes = (base / "study.lock").read_bytes()
     identity = StoreIdentity(

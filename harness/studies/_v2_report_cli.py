@@ -1,0 +1,43 @@
+"""``harness v2 report DIR``: recompute the V2 analysis from a store and write every report file.
+
+Added to the ``v2`` group by ``harness.cli``. Prints ``report.md`` (Table 4 and one line each for
+H2, H3 and H4) and writes the Markdown, CSV, LaTeX, JSON and PNG files into ``--out``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.lock import project_root
+from harness.studies.v2.config import DEFAULT_CONFIG_PATH
+from harness.studies.v2_report import REPORT_DIR, build_report, write_report
+
+__all__ = ["v2_report_cmd"]
+
+
+@click.command("report")
+@click.argument("store", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help=f"The frozen study config (default: {DEFAULT_CONFIG_PATH}); it must be the one the "
+    "store's study lock covers.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help=f"Where the report files go (default: STORE/{REPORT_DIR}).",
+)
+def v2_report_cmd(store: Path, config_path: Path | None, out: Path | None) -> None:
+    """Table 4, H2-H4, strata and paired deltas, recomputed from the store alone."""
+    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    bundle = build_report(store, config)
+    target = out if out is not None else store / REPORT_DIR
+    written = write_report(bundle, target)
+    click.echo(bundle.files["report.md"].decode(), nl=False)
+    click.echo(f"wrote {len(written)} files to {target}", err=True)
