@@ -15,6 +15,7 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit
+from harness.export import export_bundle
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
 from harness.providers import scrub_ambient
 from harness.replay import render_replay, replay_store
@@ -22,7 +23,7 @@ from harness.store import lock_digest
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from preflight._cli import preflight_cmd
 
-__all__ = ["COMMANDS", "audit_cmd", "lock_cmd", "replay_cmd"]
+__all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 
 
 @click.command("lock")
@@ -120,4 +121,35 @@ def replay_cmd(
         sys.exit(3)
 
 
-COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd)
+@click.command("export")
+@click.argument("store", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The frozen V2 study config to include (default: schedules/v2-config.json).",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The report to include (default: STORE/report).",
+)
+def export_cmd(store: Path, out: Path, config_path: Path | None, report_dir: Path | None) -> None:
+    """Write a privacy-checked artifact bundle: records, manifest, lock, config, tables.
+
+    Refused (exit 3, nothing written) when any file holds a credential-shaped string, a local
+    absolute path, or this machine's user or host name.
+    """
+    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    manifest = export_bundle(store, out, config_path=config, report_dir=report_dir)
+    size = sum(f.size for f in manifest.files)
+    click.echo(f"wrote {out}: {len(manifest.files)} files, {size} bytes, privacy check passed")
+    click.echo(f"store head {manifest.store_head}, manifest {manifest.store_manifest}")
+    click.echo(f"replay: {manifest.replay}")
+
+
+COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd, export_cmd)
