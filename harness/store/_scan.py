@@ -465,11 +465,17 @@ class _Scanner:
                 f"{where} binds journal count {pos.count}, before the previous record's {start}",
             )
         if pos.count > self.journal_valid:
-            tail = "" if self.journal_tail_fault is None else f" ({self.journal_tail_fault.text})"
+            fault = self.journal_tail_fault
+            if fault is not None:
+                # The journal entry itself is the precise reason; the record only claims it.
+                return Fault(
+                    _JOURNAL_LINE_CODE[fault.kind],
+                    f"journal entry {self.journal_valid} (byte {self.s.journal_end}): "
+                    f"{fault.text}; {where} binds it",
+                )
             return Fault(
                 VerifyCode.RECORD_JOURNAL,
-                f"{where} binds {pos.count} journal entries; only {self.journal_valid} "
-                f"verify{tail}",
+                f"{where} binds {pos.count} journal entries; only {self.journal_valid} verify",
             )
         head = self.s.journal[pos.count - 1].digest if pos.count else None
         if pos.head != head:

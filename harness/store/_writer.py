@@ -404,6 +404,10 @@ class RunStore:
                 result_type=result_type,
                 attempt_type=attempt_type,
             )
+        except OSError as e:
+            # Repairs (evidence, leftovers) outside the FileOps seam: still never a traceback.
+            lock.release()
+            raise DurabilityError(f"cannot repair store {root}: {e}") from e
         except BaseException:
             lock.release()
             raise
@@ -411,34 +415,6 @@ class RunStore:
 
     @classmethod
     def _resume(
-        cls,
-        root: Path,
-        lock: WriterLock,
-        durable: Durable,
-        rows: list[dict[str, Any]],
-        sched: bytes,
-        lock_bytes: bytes,
-        *,
-        result_type: type[Any] | None,
-        attempt_type: type[Any] | None,
-    ) -> Resumed:
-        try:
-            return cls._resume_locked(
-                root,
-                lock,
-                durable,
-                rows,
-                sched,
-                lock_bytes,
-                result_type=result_type,
-                attempt_type=attempt_type,
-            )
-        except OSError as e:
-            # Repairs (evidence, leftovers) outside the FileOps seam: still never a traceback.
-            raise DurabilityError(f"cannot repair store {root}: {e}") from e
-
-    @classmethod
-    def _resume_locked(
         cls,
         root: Path,
         lock: WriterLock,

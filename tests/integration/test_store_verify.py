@@ -451,3 +451,27 @@ def test_store_copy_of_a_store_verifies_identically(tmp_path: Path) -> None:
     build(root, 3, finalize=True)
     shutil.copytree(root, tmp_path / "copy")
     assert verify_store(tmp_path / "copy") == verify_store(root)
+
+
+def test_store_flip_in_the_last_bound_journal_entry_names_the_entry(store: Path) -> None:
+    journal = store / "journal.log"
+    data = bytearray(journal.read_bytes())
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1  # the last attempt's end, bound by record 4
+    data[last + 100] ^= 0x01
+    journal.write_bytes(bytes(data))
+    report = verify_store(store)
+    assert (report.status, report.code) == (VerifyStatus.TAMPER, VerifyCode.JOURNAL_HASH_MISMATCH)
+    assert report.reason.startswith(f"journal entry 8 (byte {last}): stored hash ")
+    assert report.reason.endswith("binds it")
+    assert report.records == 4
+
+
+def test_store_flip_in_a_middle_journal_entry_is_tamper(store: Path) -> None:
+    journal = store / "journal.log"
+    data = bytearray(journal.read_bytes())
+    data[data.index(b"\n") + 100] ^= 0x01
+    journal.write_bytes(bytes(data))
+    report = verify_store(store)
+    assert report.status is VerifyStatus.TAMPER
+    assert report.code is VerifyCode.JOURNAL_DATA_AFTER_BAD_ENTRY
+    assert report.records == 1
