@@ -148,3 +148,27 @@ def test_replay_runs_without_network_or_credential_in_a_child(run: Path) -> None
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     report = msgspec.json.decode(done.stdout)
     assert report["cells_identical"] == 8
+
+
+def test_replay_reports_a_recorded_sandbox_failure_as_not_replayable(
+    run: Path, tmp_path: Path
+) -> None:
+    view = read_store(run)
+    index, step = next(
+        (record.row_index, i)
+        for record in view.cells
+        for i, s in enumerate(record.result["steps"])
+        if s["action"] == "call_tool" and s.get("call_outcome") == "ok"
+    )
+    steps = [dict(s) for s in view.cells[index].result["steps"]]
+    steps[step]["sandbox_outcome"] = "timeout"
+    target = tmp_path / "failed"
+    _rebuild(run, target, {index: {"steps": steps}})
+    report = replay_store(target, CONFIG_PATH)
+    row = view.cells[index].row
+    decision = steps[step]["decision"]
+    assert report.not_replayable == (
+        f"row {index} ({row['cell_id']}): decision {decision}: the sandboxed call ended "
+        "timeout, whose message the result does not record",
+    )
+    assert report.cells_replayed == 7
