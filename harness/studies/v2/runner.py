@@ -149,7 +149,13 @@ class StoreAudit:
 
 @dataclass
 class RunReport:
-    """What one session of the scheduler did (timings are measurements, never stored)."""
+    """What one session of the scheduler did (timings are measurements, never stored).
+
+    ``provider_seconds`` is the planner's provider calls and ``policy_seconds`` each arm's
+    termination decisions (critic provider calls included); both include the journaling and
+    blob writes of their attempts, which ``journal_seconds`` measures on its own.
+    ``commit_seconds`` is the cell commits (record append, fsync, HEAD swap).
+    """
 
     store: Path
     total: int
@@ -159,7 +165,8 @@ class RunReport:
     tool_seconds: float = 0.0
     provider_seconds: float = 0.0
     policy_seconds: dict[str, float] = field(default_factory=dict)
-    store_seconds: float = 0.0
+    commit_seconds: float = 0.0
+    journal_seconds: float = 0.0
     wall_seconds: float = 0.0
     results: list[CellResult] = field(default_factory=list)
 
@@ -214,7 +221,7 @@ async def _cells(
         # The session's first record also binds the blobs handed in (the preflight report).
         blobs = first_blobs if report.committed == 0 else ()
         store.commit_cell(index, run.result, run.attempts, blobs=blobs)
-        report.store_seconds += time.perf_counter() - started
+        report.commit_seconds += time.perf_counter() - started
         report.committed += 1
         report.done += 1
         report.tool_seconds += run.timing.tool_seconds
@@ -229,7 +236,7 @@ async def _cells(
                 tokens=run.result.tokens,
                 cost_usd=run.result.cost_usd,
             )
-    report.store_seconds += audit_sink.seconds
+    report.journal_seconds += audit_sink.seconds
 
 
 def run_rows(
