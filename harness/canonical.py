@@ -74,7 +74,6 @@ class Domain(StrEnum):
     STATIC_RUN_FILE = "study.static-run-file.v1"
     SANDBOX_PROFILE = "sandbox.profile.v1"
     LOCKED_FILE = "study.locked-file.v1"
-    PREFLIGHT = "study.preflight.v1"
     REPORT_TABLE = "study.report-table.v1"
     EXPORT = "study.export.v1"
     STREAM = "sim.stream.v1"
