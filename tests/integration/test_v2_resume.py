@@ -134,14 +134,15 @@ def test_v2_kill_9_twice_then_resume_gives_the_uninterrupted_results(
     assert orphaned <= 2  # at most the attempts of the two cells in flight at the kills
 
 
-def test_v2_sigterm_stops_cleanly_after_journaling_and_resume_finishes(
-    tmp_path: Path, lock: Path, tools: Any, reference: list[bytes]
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_v2_signal_stops_cleanly_after_journaling_and_resume_finishes(
+    tmp_path: Path, lock: Path, tools: Any, reference: list[bytes], sig: signal.Signals
 ) -> None:
     store = tmp_path / "store"
     process = _start("create", store, lock)
-    _stop_after(process, store, 8, signal.SIGTERM)
+    _stop_after(process, store, 8, sig)
     assert process.wait(TIMEOUT_S) == 130
-    assert "stopped SIGTERM" in _log(store, "create")
+    assert f"stopped {sig.name}" in _log(store, "create")
     stopped = verify_store(store)
     assert stopped.status is VerifyStatus.OK  # a clean stop leaves no torn tail
     assert 7 <= stopped.cells < ROWS
