@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 import msgspec
 
@@ -293,10 +293,23 @@ def _keyed(items: Sequence[Item], key: Key) -> dict[str, Any]:
     return out
 
 
+_KEY_INDEX: Final = {"entity": 1, "attribute": 2, "level": 3, "date": 4}
+_NUMBER_TYPES: Final = frozenset({int, float})
+
+
 def _keyed_numbers(items: Sequence[Item], key: Key) -> dict[str, int | float]:
     if not items:
         raise ReplayError(ReasonCode.REPLAY_ARITY, "no evidence to rank")
-    out = {_key_of(item, key): _number(item) for item in items}
+    index = _KEY_INDEX[key]
+    names = [item[index] for item in items]
+    values = [item[0] for item in items]
+    if None in names or not all(type(v) in _NUMBER_TYPES for v in values):
+        # Slow path, only to name the first offending item precisely.
+        for item in items:
+            _key_of(item, key)
+            _number(item)
+    # Both lists were checked just above: names are str, values are int or float.
+    out: dict[str, int | float] = dict(zip(names, values, strict=True))  # type: ignore[arg-type]
     if len(out) != len(items):
         raise ReplayError(ReasonCode.REPLAY_ARITY, f"two cited values share a {key}")
     return out

@@ -30,7 +30,6 @@ from harness.ect.model import (
     SlotRequirement,
     TaskDescriptor,
     Verdict,
-    value_hash,
 )
 from harness.ect.reasons import ReasonCode as R
 from harness.ect.transforms import Item, ReplayError, replay, values_match
@@ -186,7 +185,7 @@ def _verify(
 
     # Lines 10-22: per claim.
     results = []
-    memo: dict[str, _Facts] = {}
+    memo = _facts_of_cited(certificate, by_id, descriptor.task_id)
     for index, claim in enumerate(certificate.claims):
         before = len(report.findings)
         slot = slots.get(claim.slot)
@@ -263,6 +262,22 @@ def _check_coverage(
             report.add(R.COVERAGE_MISSING_SLOT, "$.claims", name)
 
 
+_new_item: Final = tuple.__new__
+
+
+def _facts_of_cited(
+    certificate: Certificate, by_id: dict[str, Receipt | None], task_id: str
+) -> dict[str, _Facts]:
+    """Facts of every distinct receipt the certificate cites that exists unambiguously.
+
+    Value hashes are recomputed in one batch; receipts nobody cites are never hashed twice.
+    """
+    cited = {rid for claim in certificate.claims for rid in claim.evidence}
+    receipts = [r for rid in cited if (r := by_id.get(rid)) is not None]
+    hashes = digest_each(Domain.VALUE, [r.value for r in receipts])
+    return {r.receipt_id: _Facts(r, task_id, h) for r, h in zip(receipts, hashes, strict=True)}
+
+
 class _Facts:
     """What one receipt's evidence checks conclude, computed once per verification.
 
@@ -271,14 +286,17 @@ class _Facts:
 
     __slots__ = ("intact", "item", "ok", "scope_key", "sound", "task_ok", "validated")
 
-    def __init__(self, receipt: Receipt, task_id: str) -> None:
+    def __init__(self, receipt: Receipt, task_id: str, recomputed_value_hash: str) -> None:
         self.task_ok = receipt.task_id == task_id
-        self.intact = receipt.value_hash == value_hash(receipt.value)
+        self.intact = receipt.value_hash == recomputed_value_hash
         self.ok = receipt.exec_status == "ok"
         self.validated = receipt.validation == "validated"
         self.sound = self.task_ok and self.intact and self.ok and self.validated
         scope = receipt.scope
-        self.item = Item(receipt.value, scope.entity, scope.attribute, scope.level, scope.date)
+        # tuple.__new__ skips NamedTuple's Python-level constructor (this is the hot path).
+        self.item = _new_item(
+            Item, (receipt.value, scope.entity, scope.attribute, scope.level, scope.date)
+        )
         # The scope alone, so two receipts for the same scope collide.
         self.scope_key = (scope.entity, scope.attribute, scope.level, scope.date)
 
@@ -315,10 +333,7 @@ def _sound_in_scope(
     for rid in evidence:
         facts = memo.get(rid)
         if facts is None:
-            receipt = by_id.get(rid)
-            if receipt is None:
-                return None
-            facts = memo[rid] = _Facts(receipt, task_id)
+            return None  # absent, or an id whose copies conflict
         facts_list.append(facts)
     if len({f.scope_key for f in facts_list}) != len(facts_list):
         return None  # a repeated citation or two receipts for one scope
@@ -379,9 +394,7 @@ def _check_claim(
         if rid in cited_ids:
             continue  # already judged; the repeat is EVIDENCE_DUPLICATE_CITATION
         cited_ids.add(rid)
-        facts = memo.get(rid)
-        if facts is None:
-            facts = memo[rid] = _Facts(receipt, task_id)
+        facts = memo[rid]
         cited.append((position, receipt, facts))
         item = facts.item
         if not facts.sound:
