@@ -1,8 +1,9 @@
 """CLI commands that turn a run into evidence: ``lock``, ``preflight``, ``audit``, ``replay``,
 ``export`` (``v2 report`` is added to the ``v2`` group by ``harness.cli``).
 
-Thin: each command reads its paths, calls the library, prints, and exits. Expected failures are
-``HarnessError`` subclasses, printed as one line by ``harness.cli``.
+Thin: each command reads its paths, calls the library (``harness.lock``, ``preflight``,
+``harness.audit``, ``harness.studies.v2_replay``, ``harness.studies.v2_export``), prints, and
+exits. Expected failures are ``HarnessError`` subclasses, printed as one line by ``harness.cli``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit
-from harness.export import export_bundle
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
 from harness.providers import scrub_ambient
-from harness.replay import render_replay, replay_store
 from harness.store import lock_digest
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
+from harness.studies.v2_export import export_bundle
+from harness.studies.v2_replay import render_replay, replay_store
 from preflight._cli import preflight_cmd
 
 __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]

@@ -16,7 +16,7 @@
   ``provider.response.v1``; blob bytes are also checked against their own address), the size
   recorded, and that the cell record binding the attempt binds its blobs;
 - each cell record's audit group against the ended attempts the record binds;
-- the preflight reports kept as blobs;
+- the preflight reports kept as blobs (``harness.preflight_report``);
 - a scan of every file in the store for credential-shaped strings (``harness.privacy``).
 
 ``report.ok`` is true only when nothing above is a problem. This module reads; it never writes
@@ -35,6 +35,7 @@ import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.errors import StoreError
+from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, credential_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
@@ -300,8 +301,6 @@ def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
 
 
 def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
-    from preflight import REPORT_SCHEMA, decode_report  # judged data, not a dependency cycle
-
     marker = f'"schema":"{REPORT_SCHEMA}"'.encode()
     found: list[str] = []
     blobs = root / "blobs"

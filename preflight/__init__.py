@@ -6,14 +6,16 @@ every check against exactly those inputs and returns a ``PreflightReport`` (``re
 ``report.failures()`` gives one line per failed check; ``report.require()`` raises
 ``PreflightFailedError``). It never raises for a failed check. A run keeps the report in its
 store with ``record_preflight(writer, report)`` and binds the returned blob digest into the
-next cell it commits. ``harness preflight`` is the command line form.
+next cell it commits. The report's schema lives in ``harness.preflight_report`` (the harness
+stores and audits reports without importing this package); it is re-exported here. The checks
+name no study: the caller hands in the study's schedule generator (``schedule_source``).
+``harness preflight`` is the command line form (``_cli``, which hands in the V2 generator).
 
 This package writes nothing except through ``record_preflight``; it decides nothing about a
 run beyond whether it may start.
 """
 
-from preflight._checks import ProviderChoice, choose_provider, run_preflight
-from preflight._report import (
+from harness.preflight_report import (
     REPORT_SCHEMA,
     Check,
     CheckName,
@@ -22,7 +24,8 @@ from preflight._report import (
     encode_report,
     record_preflight,
 )
-from preflight._schedule import ScheduleSource, default_schedule_source
+from preflight._checks import ProviderChoice, choose_provider, run_preflight
+from preflight._schedule import ScheduleSource
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -33,7 +36,6 @@ __all__ = [
     "ScheduleSource",
     "choose_provider",
     "decode_report",
-    "default_schedule_source",
     "encode_report",
     "record_preflight",
     "run_preflight",

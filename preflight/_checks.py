@@ -36,6 +36,7 @@ from harness.canonical import Domain, canonical_bytes
 from harness.canonical import digest as digest_of
 from harness.errors import HarnessError, ProviderSelectionError
 from harness.lock import FileRole, StudyLock, build_lock, compare_locks, file_digest, read_lock
+from harness.preflight_report import Check, CheckName, PreflightReport
 from harness.providers import (
     GenerationConfig,
     ProviderName,
@@ -47,7 +48,6 @@ from harness.providers import (
 from harness.providers.credentials import AMBIENT_PREFIXES
 from harness.sandbox import ChildBackend, Verdict, open_backend, run_probes
 from harness.store import StoreState, check_store_for_run, lock_digest, schedule_digest
-from preflight._report import Check, CheckName, PreflightReport
 from preflight._schedule import ScheduleSource
 
 __all__ = ["ProviderChoice", "choose_provider", "run_preflight"]
@@ -410,7 +410,8 @@ def run_preflight(
         environ: the environment to judge for ambient credentials (default: this process's).
         sandbox: opens the backend tool calls will use (default: ``open_backend()``).
         schedule_source: regenerates the canonical schedule from the frozen study config
-            (``default_schedule_source()`` for the V2 study).
+            (for the V2 study ``harness.studies.v2.schedule.canonical_schedule``, handed in
+            by the command line or the study).
         root: the project whose code and config the lock must match (default: the running
             one).
 

@@ -15,10 +15,10 @@ import click
 import msgspec
 
 from harness.lock import study_generation_config
+from harness.preflight_report import encode_report
 from harness.providers import ProviderName
+from harness.studies.v2.schedule import canonical_schedule
 from preflight._checks import choose_provider, run_preflight
-from preflight._report import encode_report
-from preflight._schedule import default_schedule_source
 
 __all__ = ["preflight_cmd"]
 
@@ -77,7 +77,7 @@ def preflight_cmd(
         store_dir,
         choice,
         generation_config=study_generation_config(),
-        schedule_source=default_schedule_source(),
+        schedule_source=canonical_schedule,
     )
     if as_json:
         click.echo(msgspec.json.format(encode_report(report), indent=2).decode())

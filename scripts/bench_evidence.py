@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.audit import audit_store
-from harness.export import export_bundle
 from harness.lock import build_lock, study_generation_config, write_lock
 from harness.log import configure
 from harness.providers import select_provider
-from harness.replay import replay_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH
+from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH, canonical_schedule
+from harness.studies.v2_export import export_bundle
+from harness.studies.v2_replay import replay_store
 from harness.studies.v2_report import build_report, write_report
-from preflight import default_schedule_source, run_preflight
+from preflight import run_preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,7 +74,7 @@ def main() -> None:
                 work / "fresh",
                 selection,
                 generation_config=study_generation_config(ROOT),
-                schedule_source=default_schedule_source(),
+                schedule_source=canonical_schedule,
             ),
         )
         audit = timed("audit", lambda: audit_store(store))

@@ -39,7 +39,7 @@ from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.runner import RunReport, prepare, run_rows
-from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH, load_schedule
+from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH, canonical_schedule, load_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = b"benchmark lock: opaque to the store\n"
@@ -108,7 +108,7 @@ def preflight_seconds() -> float:
     """Wall time of a preflight against a fresh lock of this tree (probes included)."""
     from harness.lock import write_lock
     from harness.providers import select_provider
-    from preflight import default_schedule_source, run_preflight
+    from preflight import run_preflight
 
     config, _ = load_config(ROOT / DEFAULT_CONFIG_PATH)
     with tempfile.TemporaryDirectory(dir=ROOT / "stores") as tmp:
@@ -121,7 +121,7 @@ def preflight_seconds() -> float:
             Path(tmp) / "store",
             select_provider("simulated", credential_file=None, credential_env=None, base_url=None),
             generation_config=config.generation_config,
-            schedule_source=default_schedule_source(),
+            schedule_source=canonical_schedule,
         )
         elapsed = time.perf_counter() - started
     assert report.ok, report.failures()

@@ -14,8 +14,8 @@ from v2_report_support import CONFIG_PATH, all_results, synthetic_store
 from harness.canonical import Domain, digest_bytes
 from harness.cli import main
 from harness.errors import ExportError, PrivacyError
-from harness.export import BUNDLE_MANIFEST, export_bundle
 from harness.store import RunStore, verify_store
+from harness.studies.v2_export import BUNDLE_MANIFEST, export_bundle
 from harness.studies.v2_report import build_report
 
 

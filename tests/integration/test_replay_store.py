@@ -21,8 +21,8 @@ from v2_report_support import CONFIG_PATH, real_store
 
 from harness.cli import main
 from harness.lock import build_lock, encode_lock
-from harness.replay import offline, render_replay, replay_store
 from harness.store import RunStore, read_blob, read_store
+from harness.studies.v2_replay import offline, render_replay, replay_store
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 

@@ -1,6 +1,7 @@
 """``harness v2``: run, resume and inspect the frozen V2 closed-loop study.
 
-Thin: it resolves paths, calls ``harness.studies.v2.study`` and prints. Expected failures are
+Thin: it resolves paths, calls ``harness.studies.v2.study`` (handing in ``preflight``'s
+checks, which the harness does not import) and prints. Expected failures are
 ``HarnessError``s (a blocked preflight, an existing store, a stop by signal), printed once by
 the main CLI with their exit codes. Progress goes to stderr; the final summary to stdout.
 """
@@ -22,6 +23,7 @@ from harness.studies.v2.study import (
     status_lines,
     summary_rows,
 )
+from preflight import run_preflight
 
 __all__ = ["v2_group"]
 
@@ -72,7 +74,9 @@ def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSe
     Ctrl-C or SIGTERM stops after journaling (exit 130); `harness v2 resume DIR` continues.
     """
     store = store_dir if store_dir is not None else default_store_dir()
-    outcome = execute(store, resume=False, selection=provider, lock_path=lock_path)
+    outcome = execute(
+        store, resume=False, selection=provider, preflight=run_preflight, lock_path=lock_path
+    )
     _echo_outcome(store, outcome)
 
 
@@ -82,7 +86,9 @@ def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSe
 @provider_options
 def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderSelection) -> None:
     """Continue a store from its verified prefix (a torn tail is repaired, never rewritten)."""
-    outcome = execute(store_dir, resume=True, selection=provider, lock_path=lock_path)
+    outcome = execute(
+        store_dir, resume=True, selection=provider, preflight=run_preflight, lock_path=lock_path
+    )
     _echo_outcome(store_dir, outcome)
 
 

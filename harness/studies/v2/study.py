@@ -6,7 +6,8 @@
 2. ``run`` only: refuse a directory that already holds a store (resume it instead);
 3. open the sandbox backend, then run preflight against exactly the lock, schedule and store
    paths of this run, the provider selection and the config's generation config - a failed
-   check blocks the run; preflight is not optional;
+   check blocks the run; preflight is not optional (``execute`` requires it: the command line
+   hands in ``preflight.run_preflight``, since the harness does not import ``preflight``);
 4. create the store (or open it for resume: verified prefix, torn tail repaired, orphaned
    attempts reported; a store whose creation was killed before it was published holds nothing
    and is started afresh), keep the preflight report in it as a blob bound into the session's first
@@ -22,17 +23,19 @@ the confirmatory analysis (``harness v2 report``).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
 from harness.errors import RunStoppedError, V2StudyError
 from harness.lock import DEFAULT_LOCK_PATH, project_root
 from harness.log import get_logger
+from harness.preflight_report import PreflightReport, record_preflight
+from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptRecord
 from harness.providers.selection import ProviderSelection, open_provider
 from harness.sandbox import ChildBackend, open_backend
@@ -42,10 +45,16 @@ from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
 from harness.studies.v2.progress import Progress
 from harness.studies.v2.runner import RunReport, prepare, refuse_existing, run_rows
-from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH, Row, load_schedule
+from harness.studies.v2.schedule import (
+    DEFAULT_SCHEDULE_PATH,
+    Row,
+    canonical_schedule,
+    load_schedule,
+)
 
 __all__ = [
     "Outcome",
+    "PreflightCheck",
     "default_store_dir",
     "execute",
     "killed_before_publish",
@@ -55,6 +64,27 @@ __all__ = [
 
 _log = get_logger("harness.studies.v2")
 _STORES: Final = "stores"
+
+
+class PreflightCheck(Protocol):
+    """Runs every preflight check against exactly one run's inputs; never raises for a failure.
+
+    ``preflight.run_preflight`` is the implementation; the command line hands it in.
+    """
+
+    def __call__(
+        self,
+        lock_path: Path,
+        schedule_path: Path,
+        store_dir: Path,
+        provider: ProviderSelection,
+        *,
+        generation_config: GenerationConfig,
+        schedule_source: Callable[[], Sequence[Mapping[str, Any]]],
+        sandbox: Callable[[], ChildBackend],
+    ) -> PreflightReport:
+        """The report of every check (``report.ok`` only when all passed)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -83,23 +113,21 @@ def _inputs(
 
 
 def _preflight(
+    check: PreflightCheck,
     lock_path: Path,
     schedule_path: Path,
     store_dir: Path,
     selection: ProviderSelection,
     config: V2Config,
     backend: ChildBackend,
-) -> Any:
-    # Imported here: preflight judges the harness, so the harness does not import it at load.
-    from preflight import default_schedule_source, run_preflight
-
-    report = run_preflight(
+) -> PreflightReport:
+    report = check(
         lock_path,
         schedule_path,
         store_dir,
         selection,
         generation_config=config.generation_config,
-        schedule_source=default_schedule_source(),
+        schedule_source=canonical_schedule,
         sandbox=lambda: backend,
     )
     for line in report.lines():
@@ -122,12 +150,16 @@ def execute(
     *,
     resume: bool,
     selection: ProviderSelection,
+    preflight: PreflightCheck,
     lock_path: Path | None = None,
     config_path: Path | None = None,
     schedule_path: Path | None = None,
     progress_stream: TextIO | None = None,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
+
+    ``preflight`` runs the checks that gate the run (the command line hands in
+    ``preflight.run_preflight``).
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
@@ -141,9 +173,7 @@ def execute(
     if not resume:
         refuse_existing(store_dir)
     backend = open_backend()
-    from preflight import record_preflight
-
-    report = _preflight(lock, schedule, store_dir, selection, config, backend)
+    report = _preflight(preflight, lock, schedule, store_dir, selection, config, backend)
     provider = open_provider(selection)
     inputs = prepare(config, rows)
     orphans = 0

@@ -1,12 +1,17 @@
 """The preflight report: one verdict per check, the digests it judged, and how it is stored.
 
+This module is the one home of the report's schema. The ``preflight`` package produces reports
+(and re-exports these names); the V2 study keeps one in its run store; the audit lists every
+stored one. The schema lives in the harness so that the harness can store and read reports
+without importing ``preflight``, which judges the harness and is not part of it.
+
 A report holds no wall clock, absolute path, user, host or secret: paths appear as given when
 relative, else by their last component, so a report kept in a store can be exported as is.
 It is stored as one content-addressed blob in the run store (``record_preflight``) whose
 digest the run binds into the next cell record it commits; ``decode_report`` recognises such
 a blob again (the audit lists every one found).
 
-This module defines data and its encoding only; ``_checks`` runs the checks.
+This module defines data, its encoding and its storage only; ``preflight`` runs the checks.
 """
 
 from __future__ import annotations
