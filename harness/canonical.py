@@ -27,6 +27,7 @@ __all__ = [
     "digest",
     "digest_bytes",
     "digest_each",
+    "domain_prefix",
     "ensure_finite",
     "is_digest",
 ]
@@ -144,6 +145,15 @@ def digest_bytes(domain: Domain, data: bytes) -> str:
     """Return ``blake3:<hex>`` of ``data`` under ``domain`` (bytes hashed as given)."""
     # One constructor call over tag + data: cheaper than update() for the small inputs here.
     return DIGEST_PREFIX + blake3.blake3(_TAG_BYTES[domain] + data).digest().hex()
+
+
+def domain_prefix(domain: Domain) -> bytes:
+    """The bytes ``digest_bytes`` hashes before the data: the domain tag and a NUL.
+
+    For loops that hash many byte strings of one domain: ``blake3(prefix + data)`` gives the
+    same digest as ``digest_bytes(domain, data)`` without a lookup per item.
+    """
+    return _TAG_BYTES[domain]
 
 
 def digest(domain: Domain, obj: Any) -> str:

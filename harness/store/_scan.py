@@ -22,11 +22,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
+import blake3
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.canonical import (
+    DIGEST_PREFIX,
+    Domain,
+    canonical_bytes,
+    digest_bytes,
+    domain_prefix,
+)
 from harness.errors import StoreError, StoreNotFoundError
 from harness.store._files import (
     BLOBS,
@@ -38,13 +45,12 @@ from harness.store._files import (
     SCHEDULE_COPY,
     Line,
     LineFault,
-    blob_name,
     has_valid_line_after,
     is_blob_name,
     iter_lines,
     parse_line,
 )
-from harness.store._journal import RangeEntry, bind_range
+from harness.store._journal import Binding, RangeEntry, bind_range
 from harness.store._model import (
     AttemptRef,
     BeginEntry,
@@ -94,7 +100,101 @@ class _CellView(
     attempts: tuple[AttemptRef, ...]
 
 
+# --- fast path ----------------------------------------------------------------------------------
+#
+# Verifying an intact store is the common case. The structs below are the bodies above with every
+# digest field a plain string: msgspec checks a pattern per field, which costs more than the rest
+# of decoding. The fast path accepts a body only when each such field equals a digest computed
+# during this scan (a line hash, a schedule row digest, or a blob hashed from its bytes), and
+# those are well-formed, so the pattern holds whenever the fast path accepts. Anything else, or any
+# doubt, goes to the checked path (``_entry``, ``_record``): the full decode and checks, which
+# name the precise reason. Fast acceptance thus implies checked acceptance with the same state;
+# tests pin the field sets.
+
+Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _FastPos(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``JournalPos`` with ``head`` unchecked (compared with a computed digest)."""
+
+    count: Count
+    head: str | None
+
+
+class _FastAttempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``AttemptRef`` with the hashes unchecked (compared with computed digests)."""
+
+    begin_seq: Count
+    begin_hash: str
+    end_seq: Count | None
+    end_hash: str | None
+    orphaned: bool
+
+
+class _FastCell(
+    msgspec.Struct,
+    tag="cell",
+    tag_field="kind",
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+):
+    """``_CellView`` with the digest fields unchecked (compared with computed digests)."""
+
+    schema_version: Literal[1] = 1
+    seq: Annotated[int, msgspec.Meta(ge=1)]
+    prev: str
+    row_index: Count
+    row: msgspec.Raw
+    row_digest: str
+    result: msgspec.Raw
+    audit: tuple[msgspec.Raw, ...]
+    blobs: tuple[str, ...]
+    journal: _FastPos
+    attempts: tuple[_FastAttempt, ...]
+
+
+class _FastEntry(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
+):
+    """Base of the journal entries with ``prev`` and blob digests unchecked."""
+
+
+class _FastSession(_FastEntry, tag="session", frozen=True, kw_only=True):
+    """``SessionEntry``, digests unchecked."""
+
+    schema_version: Literal[1] = 1
+    seq: Count
+    prev: str | None
+    records: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class _FastBegin(_FastEntry, tag="begin", frozen=True, kw_only=True):
+    """``BeginEntry``, digests unchecked."""
+
+    schema_version: Literal[1] = 1
+    seq: Count
+    prev: str | None
+    attempt: dict[str, Any]
+
+
+class _FastEnd(_FastEntry, tag="end", frozen=True, kw_only=True):
+    """``EndEntry``, digests unchecked."""
+
+    schema_version: Literal[1] = 1
+    seq: Count
+    prev: str | None
+    begin_seq: Count
+    outcome: dict[str, Any]
+    blobs: tuple[str, ...]
+
+
+_ScanCell: TypeAlias = "_CellView | _FastCell"
+
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
+_RECORD_FAST: Final = msgspec.json.Decoder(GenesisRecord | _FastCell)
+_ENTRY_FAST: Final = msgspec.json.Decoder(_FastSession | _FastBegin | _FastEnd)
+_ROW_SPANS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _CELL: Final = msgspec.json.Decoder(CellRecord)
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)
 _HEAD: Final = msgspec.json.Decoder(Head)
@@ -133,7 +233,7 @@ class Scan:
     row_bytes: list[bytes] = field(default_factory=list)
     row_digests: list[str] = field(default_factory=list)
     genesis: GenesisRecord | None = None
-    cells: list[_CellView] = field(default_factory=list)
+    cells: list[_ScanCell] = field(default_factory=list)
     cell_bodies: list[bytes] = field(default_factory=list)
     record_hashes: list[str] = field(default_factory=list)
     record_starts: list[int] = field(default_factory=list)
@@ -168,10 +268,15 @@ def _is_object(raw: msgspec.Raw) -> bool:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
+    # Small first read: a raw response is a few KiB, and a large read buffer costs more than
+    # the read (allocated and released per call). Read to end of file all the same.
+    data = os.read(fd, 1 << 13)
+    if not data:
+        return data
+    chunks = [data]
+    while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
-    return b"".join(chunks)
+    return data if len(chunks) == 1 else b"".join(chunks)
 
 
 def _read(path: Path) -> bytes | None:
@@ -244,9 +349,13 @@ class _Scanner:
                     )
                 else:
                     self.s.rows = rows
-                    self.s.row_bytes = [canonical_bytes(row) for row in rows]
+                    # The schedule is canonical bytes of the row list, so each element's span
+                    # is exactly the canonical bytes of that row.
+                    self.s.row_bytes = [bytes(span) for span in _ROW_SPANS.decode(schedule)]
+                    prefix = domain_prefix(Domain.SCHEDULE_ROW)
                     self.s.row_digests = [
-                        digest_bytes(Domain.SCHEDULE_ROW, data) for data in self.s.row_bytes
+                        DIGEST_PREFIX + blake3.blake3(prefix + data).digest().hex()
+                        for data in self.s.row_bytes
                     ]
                     self.s.schedule_digest = digest_bytes(Domain.SCHEDULE, schedule)
         if self.schedule_fault is not None:
@@ -257,9 +366,15 @@ class _Scanner:
             dir_fd = os.open(self.root / BLOBS, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
             return
+        prefix = domain_prefix(Domain.BLOB)
+        hasher = blake3.blake3()  # reset per blob: cheaper than a new one
+        reset, update, finish = hasher.reset, hasher.update, hasher.digest
+        found = self.s.blobs
         try:
-            # Thousands of small files: openat + one read each, no path objects.
-            for name in sorted(os.listdir(dir_fd)):
+            # Thousands of small files: openat + small reads each, no path objects.
+            names = os.listdir(dir_fd)
+            names.sort()
+            for name in names:
                 if not is_blob_name(name):
                     continue  # temp files of an interrupted put; never referenced
                 try:
@@ -270,9 +385,11 @@ class _Scanner:
                     data = _read_all(fd)
                 finally:
                     os.close(fd)
-                digest = digest_bytes(Domain.BLOB, data)
-                if blob_name(digest) == name:
-                    self.s.blobs.add(digest)
+                # The name is the hex digest of the content (a blob's name is its digest).
+                reset()
+                update(prefix + data)
+                if finish().hex() == name:
+                    found.add(DIGEST_PREFIX + name)
                 else:
                     self._tamper(
                         VerifyCode.BLOB_CORRUPT,
@@ -290,10 +407,11 @@ class _Scanner:
             data = b""
         self.s.journal_size = len(data)
         lines, stop, why = iter_lines(data, 0, Domain.JOURNAL_ENTRY)
-        session = -1
         begun: dict[int, int] = {}
         ended: set[int] = set()
-        for index, line in enumerate(lines):
+        accepted, session = self._accept_entries(lines, begun, ended)
+        for index in range(accepted, len(lines)):
+            line = lines[index]
             fault = self._entry(index, line, session, begun, ended)
             if fault is not None:
                 self._tamper(fault.code, fault.reason)
@@ -320,6 +438,60 @@ class _Scanner:
                 VerifyCode.JOURNAL_SESSION,
                 "journal lacks the session entry every store opens with",
             )
+
+    def _accept_entries(
+        self, lines: list[Line], begun: dict[int, int], ended: set[int]
+    ) -> tuple[int, int]:
+        """Accept the leading run of intact entries; return how many, and the current session.
+
+        The fast path of ``_entry``: it accepts an entry only when ``_entry`` would, records the
+        same state, and stops at the first doubt, where ``_entry`` takes over and names the
+        reason.
+        """
+        journal = self.s.journal
+        append = journal.append
+        known_blobs = self.s.blobs
+        decode = _ENTRY_FAST.decode
+        session = -1
+        prev: str | None = None
+        for index, line in enumerate(lines):
+            try:
+                view = decode(line.body)
+            except msgspec.DecodeError:
+                return index, session
+            # prev equal to a line digest computed here (or None) is a well-formed digest.
+            if view.seq != index or view.prev != prev:
+                return index, session
+            entry: JournalEntry
+            if type(view) is _FastEnd:
+                blobs = view.blobs
+                if (
+                    begun.get(view.begin_seq) != session
+                    or view.begin_seq in ended
+                    or (len(blobs) > 1 and list(blobs) != sorted(set(blobs)))
+                    or not known_blobs.issuperset(blobs)  # hashed here: well-formed
+                ):
+                    return index, session
+                ended.add(view.begin_seq)
+                entry = EndEntry(
+                    seq=index,
+                    prev=prev,
+                    begin_seq=view.begin_seq,
+                    outcome=view.outcome,
+                    blobs=blobs,
+                )
+            elif type(view) is _FastBegin:
+                if index == 0:
+                    return index, session
+                begun[index] = session
+                entry = BeginEntry(seq=index, prev=prev, attempt=view.attempt)
+            else:
+                assert type(view) is _FastSession
+                session = index
+                entry = SessionEntry(seq=index, prev=prev, records=view.records)
+            prev = line.digest
+            append(RangeEntry(prev, entry))
+        return len(lines), session
 
     def _entry(
         self, index: int, line: Line, session: int, begun: dict[int, int], ended: set[int]
@@ -369,7 +541,8 @@ class _Scanner:
             data = b""
         self.s.records_size = len(data)
         lines, stop, why = iter_lines(data, 0, Domain.STORE_RECORD)
-        for index, line in enumerate(lines):
+        for index in range(self._accept_records(lines), len(lines)):
+            line = lines[index]
             fault = self._record(index, line)
             if fault is not None:
                 self.s.records_end = line.start
@@ -378,6 +551,81 @@ class _Scanner:
             self.s.record_starts.append(line.start)
         self.s.records_end = stop
         return data, None, why
+
+    def _accept_records(self, lines: list[Line]) -> int:
+        """Accept the leading run of intact records; return how many.
+
+        The fast path of ``_record``: genesis goes through ``_record`` itself; a cell record is
+        accepted only when ``_record`` would accept it, with the same state, and the first doubt
+        stops the run, where ``_record`` takes over and names the reason.
+        """
+        s = self.s
+        if not lines or self._record(0, lines[0]) is not None:
+            return 0
+        s.record_hashes.append(lines[0].digest)
+        s.record_starts.append(lines[0].start)
+        decode = _RECORD_FAST.decode
+        rows, row_bytes, row_digests = len(s.rows), s.row_bytes, s.row_digests
+        for index in range(1, len(lines)):
+            line = lines[index]
+            body = line.body
+            try:
+                record = decode(body)
+            except msgspec.DecodeError:
+                return index
+            row = index - 1
+            # Each digest field must equal a digest computed here, which makes it well-formed.
+            if (
+                type(record) is not _FastCell
+                or record.seq != index
+                or record.prev != s.record_hashes[-1]
+                or record.row_index != row
+                or row >= rows
+                or record.row_digest != row_digests[row]
+                or memoryview(record.row) != row_bytes[row]
+                or not _is_object(record.result)
+                or not all(_is_object(item) for item in record.audit)
+                or not self._binds_fast(record)
+            ):
+                return index
+            s.cells.append(record)
+            s.cell_bodies.append(body)
+            s.bound_journal = record.journal.count
+            s.record_hashes.append(line.digest)
+            s.record_starts.append(line.start)
+        return len(lines)
+
+    def _binds_fast(self, record: _FastCell) -> bool:
+        """True when ``record`` binds its journal range as ``_journal_binding`` requires."""
+        pos = record.journal
+        start = self.s.bound_journal
+        journal = self.s.journal
+        if not start <= pos.count <= self.journal_valid:
+            return False
+        if pos.head != (journal[pos.count - 1].digest if pos.count else None):
+            return False
+        entries = journal[start : pos.count]
+        for item in entries:
+            if isinstance(item.entry, SessionEntry) and item.entry.records != record.seq:
+                return False
+        binding = bind_range(entries)
+        if not isinstance(binding, Binding) or binding.open_current:
+            return False
+        if len(binding.attempts) != len(record.attempts):
+            return False
+        for want, got in zip(binding.attempts, record.attempts, strict=True):
+            if (
+                want.begin_seq != got.begin_seq
+                or want.begin_hash != got.begin_hash
+                or want.end_seq != got.end_seq
+                or want.end_hash != got.end_hash
+                or want.orphaned is not got.orphaned
+            ):
+                return False
+        blobs = record.blobs
+        if len(blobs) > 1 and list(blobs) != sorted(set(blobs)):
+            return False
+        return binding.end_blobs.issubset(blobs) and self.s.blobs.issuperset(blobs)
 
     def _record(self, index: int, line: Line) -> Fault | None:
         where = f"record {index} (byte {line.start})"
