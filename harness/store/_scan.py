@@ -131,16 +131,15 @@ class _FastAttempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     orphaned: bool
 
 
-class _FastCell(
-    msgspec.Struct,
-    tag="cell",
-    tag_field="kind",
-    frozen=True,
-    kw_only=True,
-    forbid_unknown_fields=True,
-):
-    """``_CellView`` with the digest fields unchecked (compared with computed digests)."""
+class _FastCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``_CellView`` with the digest fields unchecked (compared with computed digests).
 
+    Not a tagged Struct: decoded on its own, a tagged Struct would accept a body without the tag,
+    and inside a union msgspec must look ahead for the tag, which sorts after most fields and
+    costs a second parse of the body. ``kind`` is an ordinary required field instead.
+    """
+
+    kind: Literal["cell"]
     schema_version: Literal[1] = 1
     seq: Annotated[int, msgspec.Meta(ge=1)]
     prev: str
@@ -192,7 +191,7 @@ class _FastEnd(_FastEntry, tag="end", frozen=True, kw_only=True):
 _ScanCell: TypeAlias = "_CellView | _FastCell"
 
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
-_RECORD_FAST: Final = msgspec.json.Decoder(GenesisRecord | _FastCell)
+_CELL_FAST: Final = msgspec.json.Decoder(_FastCell)
 _ENTRY_FAST: Final = msgspec.json.Decoder(_FastSession | _FastBegin | _FastEnd)
 _ROW_SPANS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _CELL: Final = msgspec.json.Decoder(CellRecord)
@@ -564,7 +563,7 @@ class _Scanner:
             return 0
         s.record_hashes.append(lines[0].digest)
         s.record_starts.append(lines[0].start)
-        decode = _RECORD_FAST.decode
+        decode = _CELL_FAST.decode
         rows, row_bytes, row_digests = len(s.rows), s.row_bytes, s.row_digests
         for index in range(1, len(lines)):
             line = lines[index]
@@ -576,8 +575,7 @@ class _Scanner:
             row = index - 1
             # Each digest field must equal a digest computed here, which makes it well-formed.
             if (
-                type(record) is not _FastCell
-                or record.seq != index
+                record.seq != index
                 or record.prev != s.record_hashes[-1]
                 or record.row_index != row
                 or row >= rows
