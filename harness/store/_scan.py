@@ -45,8 +45,8 @@ from harness.store._files import (
     SCHEDULE_COPY,
     Line,
     LineFault,
+    blob_names,
     has_valid_line_after,
-    is_blob_name,
     iter_lines,
     parse_line,
 )
@@ -267,15 +267,11 @@ def _is_object(raw: msgspec.Raw) -> bool:
 
 
 def _read_all(fd: int) -> bytes:
-    # Small first read: a raw response is a few KiB, and a large read buffer costs more than
-    # the read (allocated and released per call). Read to end of file all the same.
-    data = os.read(fd, 1 << 13)
-    if not data:
-        return data
-    chunks = [data]
+    """The rest of ``fd``, to end of file."""
+    chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
-    return data if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 def _read(path: Path) -> bytes | None:
@@ -370,20 +366,24 @@ class _Scanner:
         reset, update, finish = hasher.reset, hasher.update, hasher.digest
         found = self.s.blobs
         try:
-            # Thousands of small files: openat + small reads each, no path objects.
+            # Thousands of small files: openat and small reads, no path objects, no calls
+            # per blob beyond the system calls and the hash.
             names = os.listdir(dir_fd)
             names.sort()
-            for name in names:
-                if not is_blob_name(name):
-                    continue  # temp files of an interrupted put; never referenced
+            open_, read, close, rdonly = os.open, os.read, os.close, os.O_RDONLY
+            # Other names are temp files of an interrupted put; never referenced.
+            for name in blob_names(names):
                 try:
-                    fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
+                    fd = open_(name, rdonly, dir_fd=dir_fd)
                 except (FileNotFoundError, IsADirectoryError):
                     continue
                 try:
-                    data = _read_all(fd)
+                    # A raw response is a few KiB: one small read, then one to see the end.
+                    data = read(fd, 1 << 13)
+                    if data and (more := read(fd, 1 << 16)):
+                        data += more + _read_all(fd)
                 finally:
-                    os.close(fd)
+                    close(fd)
                 # The name is the hex digest of the content (a blob's name is its digest).
                 reset()
                 update(prefix + data)
