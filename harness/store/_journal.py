@@ -11,6 +11,7 @@ This module is pure: it maps entries to bindings and performs no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import msgspec
 
@@ -23,7 +24,7 @@ from harness.store._model import (
     SessionEntry,
 )
 
-__all__ = ["Binding", "RangeEntry", "bind_range", "orphans_of"]
+__all__ = ["AttemptFields", "Binding", "RangeEntry", "bind_range", "derive_range", "orphans_of"]
 
 
 class RangeEntry(msgspec.Struct, frozen=True, gc=False):
@@ -45,17 +46,26 @@ class Binding(msgspec.Struct, frozen=True):
     open_current: tuple[int, ...]
 
 
-def bind_range(entries: Sequence[RangeEntry]) -> Binding | str:
-    """Derive the attempts a record binds for ``entries``; or say why the range is inconsistent."""
+AttemptFields: TypeAlias = tuple[int, str, int | None, str | None, bool]
+"""An ``AttemptRef``'s fields in declaration order (begin_seq, begin_hash, end_seq, end_hash,
+orphaned): what ``msgspec.structs.astuple`` gives for one."""
+
+
+def derive_range(
+    entries: Sequence[RangeEntry],
+) -> tuple[list[AttemptFields], set[str], list[int]] | str:
+    """The binding rule in plain values: attempt fields, end blobs and open current attempts.
+
+    ``bind_range`` wraps this; verification compares the plain values directly, which spares
+    building a Struct per attempt of a whole store.
+    """
     last_session = -1
     begins: dict[int, str] = {}
     ends: dict[int, tuple[int, str]] = {}
     blobs: set[str] = set()
     for item in entries:
         entry = item.entry
-        if isinstance(entry, SessionEntry):
-            last_session = entry.seq
-        elif isinstance(entry, BeginEntry):
+        if isinstance(entry, BeginEntry):  # the most frequent kind first
             begins[entry.seq] = item.digest
         elif isinstance(entry, EndEntry):
             if entry.begin_seq not in begins:
@@ -65,23 +75,39 @@ def bind_range(entries: Sequence[RangeEntry]) -> Binding | str:
                 )
             ends[entry.begin_seq] = (entry.seq, item.digest)
             blobs.update(entry.blobs)
-    attempts: list[AttemptRef] = []
+        elif isinstance(entry, SessionEntry):
+            last_session = entry.seq
+    attempts: list[AttemptFields] = []
     open_current: list[int] = []
     for begin_seq, begin_hash in begins.items():
         end = ends.get(begin_seq)
         orphaned = begin_seq < last_session
-        if end is None and not orphaned:
-            open_current.append(begin_seq)
-        attempts.append(
-            AttemptRef(
-                begin_seq=begin_seq,
-                begin_hash=begin_hash,
-                end_seq=None if end is None else end[0],
-                end_hash=None if end is None else end[1],
-                orphaned=orphaned,
-            )
+        if end is None:
+            if not orphaned:
+                open_current.append(begin_seq)
+            attempts.append((begin_seq, begin_hash, None, None, orphaned))
+        else:
+            attempts.append((begin_seq, begin_hash, end[0], end[1], orphaned))
+    return attempts, blobs, open_current
+
+
+def bind_range(entries: Sequence[RangeEntry]) -> Binding | str:
+    """Derive the attempts a record binds for ``entries``; or say why the range is inconsistent."""
+    derived = derive_range(entries)
+    if isinstance(derived, str):
+        return derived
+    fields, blobs, open_current = derived
+    attempts = tuple(
+        AttemptRef(
+            begin_seq=begin_seq,
+            begin_hash=begin_hash,
+            end_seq=end_seq,
+            end_hash=end_hash,
+            orphaned=orphaned,
         )
-    return Binding(tuple(attempts), frozenset(blobs), tuple(open_current))
+        for begin_seq, begin_hash, end_seq, end_hash, orphaned in fields
+    )
+    return Binding(attempts, frozenset(blobs), tuple(open_current))
 
 
 def orphans_of(entries: Sequence[RangeEntry]) -> tuple[OrphanedAttempt, ...]:

@@ -50,7 +50,7 @@ from harness.store._files import (
     iter_lines,
     parse_line,
 )
-from harness.store._journal import Binding, RangeEntry, bind_range
+from harness.store._journal import RangeEntry, bind_range, derive_range
 from harness.store._model import (
     AttemptRef,
     BeginEntry,
@@ -192,6 +192,7 @@ _ScanCell: TypeAlias = "_CellView | _FastCell"
 
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
 _CELL_FAST: Final = msgspec.json.Decoder(_FastCell)
+_astuple: Final = msgspec.structs.astuple
 _ENTRY_FAST: Final = msgspec.json.Decoder(_FastSession | _FastBegin | _FastEnd)
 _ROW_SPANS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _CELL: Final = msgspec.json.Decoder(CellRecord)
@@ -259,6 +260,9 @@ class Scan:
     def pending(self) -> list[RangeEntry]:
         """Valid journal entries no record binds yet."""
         return self.journal[self.bound_journal :]
+
+
+_OPEN_BRACE: Final = ord("{")
 
 
 def _is_object(raw: msgspec.Raw) -> bool:
@@ -580,9 +584,9 @@ class _Scanner:
                 or record.row_index != row
                 or row >= rows
                 or record.row_digest != row_digests[row]
-                or memoryview(record.row) != row_bytes[row]
-                or not _is_object(record.result)
-                or not all(_is_object(item) for item in record.audit)
+                or bytes(record.row) != row_bytes[row]
+                or memoryview(record.result)[0] != _OPEN_BRACE  # valid JSON: an object
+                or any(memoryview(item)[0] != _OPEN_BRACE for item in record.audit)
                 or not self._binds_fast(record)
             ):
                 return index
@@ -596,34 +600,29 @@ class _Scanner:
     def _binds_fast(self, record: _FastCell) -> bool:
         """True when ``record`` binds its journal range as ``_journal_binding`` requires."""
         pos = record.journal
+        count = pos.count
         start = self.s.bound_journal
         journal = self.s.journal
-        if not start <= pos.count <= self.journal_valid:
+        if not start <= count <= self.journal_valid:
             return False
-        if pos.head != (journal[pos.count - 1].digest if pos.count else None):
+        # head equal to a line digest computed here (or None) is a well-formed digest.
+        if pos.head != (journal[count - 1].digest if count else None):
             return False
-        entries = journal[start : pos.count]
+        entries = journal[start:count]
         for item in entries:
-            if isinstance(item.entry, SessionEntry) and item.entry.records != record.seq:
+            if type(item.entry) is SessionEntry and item.entry.records != record.seq:
                 return False
-        binding = bind_range(entries)
-        if not isinstance(binding, Binding) or binding.open_current:
+        derived = derive_range(entries)
+        if isinstance(derived, str):
             return False
-        if len(binding.attempts) != len(record.attempts):
+        attempts, end_blobs, open_current = derived
+        # Hashes equal to journal line digests are well-formed digests.
+        if open_current or attempts != list(map(_astuple, record.attempts)):
             return False
-        for want, got in zip(binding.attempts, record.attempts, strict=True):
-            if (
-                want.begin_seq != got.begin_seq
-                or want.begin_hash != got.begin_hash
-                or want.end_seq != got.end_seq
-                or want.end_hash != got.end_hash
-                or want.orphaned is not got.orphaned
-            ):
-                return False
         blobs = record.blobs
         if len(blobs) > 1 and list(blobs) != sorted(set(blobs)):
             return False
-        return binding.end_blobs.issubset(blobs) and self.s.blobs.issuperset(blobs)
+        return end_blobs.issubset(blobs) and self.s.blobs.issuperset(blobs)
 
     def _record(self, index: int, line: Line) -> Fault | None:
         where = f"record {index} (byte {line.start})"
