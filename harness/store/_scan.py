@@ -14,6 +14,14 @@ Classification (the protocol: a record is fsynced before HEAD is replaced):
 * tamper: anything else, e.g. HEAD claiming a record that does not verify, a bad record
   followed by a good one, a correctly hashed record that breaks the chain, a corrupt blob.
 
+Two paths, one verdict. The checked path decodes each journal entry and record into its full
+Struct and names the precise reason for any fault. An intact store takes the fast path for
+journal entries and cell records: it decodes with digest fields as plain strings (pattern checks
+cost more than the rest of decoding) and accepts an item only when every such field equals a
+digest computed from the stored bytes, so whatever it accepts the checked path accepts too, with
+the same state. At the first doubt the checked path takes over from that item on. Every hash is
+still recomputed and every blob still read and hashed; only the cost of each check differs.
+
 Scanning never writes. Repairs (cutting a torn tail) are the writer's, under the writer lock.
 """
 
@@ -55,6 +63,7 @@ from harness.store._model import (
     AttemptRef,
     BeginEntry,
     CellRecord,
+    Count,
     EndEntry,
     GenesisRecord,
     Head,
@@ -110,9 +119,6 @@ class _CellView(
 # doubt, goes to the checked path (``_entry``, ``_record``): the full decode and checks, which
 # name the precise reason. Fast acceptance thus implies checked acceptance with the same state;
 # tests pin the field sets.
-
-Count = Annotated[int, msgspec.Meta(ge=0)]
-
 
 class _FastPos(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``JournalPos`` with ``head`` unchecked (compared with a computed digest)."""
@@ -294,8 +300,9 @@ def _short(digest: str | None) -> str:
 class _Scanner:
     """One pass over a run directory; collects the first tamper and the first torn fault."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fast: bool = True) -> None:
         self.root = root
+        self.fast = fast
         self.tamper: Fault | None = None
         self.torn: Fault | None = None
         self.lock_fault: Fault | None = None
@@ -412,7 +419,7 @@ class _Scanner:
         lines, stop, why = iter_lines(data, 0, Domain.JOURNAL_ENTRY)
         begun: dict[int, int] = {}
         ended: set[int] = set()
-        accepted, session = self._accept_entries(lines, begun, ended)
+        accepted, session = self._accept_entries(lines, begun, ended) if self.fast else (0, -1)
         for index in range(accepted, len(lines)):
             line = lines[index]
             fault = self._entry(index, line, session, begun, ended)
@@ -544,7 +551,7 @@ class _Scanner:
             data = b""
         self.s.records_size = len(data)
         lines, stop, why = iter_lines(data, 0, Domain.STORE_RECORD)
-        for index in range(self._accept_records(lines), len(lines)):
+        for index in range(self._accept_records(lines) if self.fast else 0, len(lines)):
             line = lines[index]
             fault = self._record(index, line)
             if fault is not None:
@@ -1010,8 +1017,14 @@ def require_store(root: Path) -> None:
         raise StoreNotFoundError(f"{root} is not a run store (no {RECORDS} and no {HEAD})")
 
 
-def scan(root: Path) -> Scan:
+def scan(root: Path, *, fast: bool = True) -> Scan:
     """Verify the run directory ``root``; never writes.
+
+    Args:
+        root: the run directory.
+        fast: accept intact journal entries and cell records on the fast path (see above);
+            False runs every entry and record through the checked path alone, the reference
+            the fast path must agree with exactly.
 
     Raises:
         StoreNotFoundError: ``root`` is not a directory holding a store.
@@ -1019,7 +1032,7 @@ def scan(root: Path) -> Scan:
     """
     root = Path(root)
     require_store(root)
-    scanner = _Scanner(root)
+    scanner = _Scanner(root, fast=fast)
     try:
         scanner.copies()
         scanner.blobs()
