@@ -120,6 +120,7 @@ class _CellView(
 # name the precise reason. Fast acceptance thus implies checked acceptance with the same state;
 # tests pin the field sets.
 
+
 class _FastPos(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``JournalPos`` with ``head`` unchecked (compared with a computed digest)."""
 
@@ -197,12 +198,12 @@ class _FastEnd(_FastEntry, tag="end", frozen=True, kw_only=True):
 _ScanCell: TypeAlias = "_CellView | _FastCell"
 
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
-_CELL_FAST: Final = msgspec.json.Decoder(_FastCell)
-_astuple: Final = msgspec.structs.astuple
-_ENTRY_FAST: Final = msgspec.json.Decoder(_FastSession | _FastBegin | _FastEnd)
-_ROW_SPANS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _CELL: Final = msgspec.json.Decoder(CellRecord)
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)
+_CELL_FAST: Final = msgspec.json.Decoder(_FastCell)
+_ENTRY_FAST: Final = msgspec.json.Decoder(_FastSession | _FastBegin | _FastEnd)
+_ROW_SPANS: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_astuple: Final = msgspec.structs.astuple
 _HEAD: Final = msgspec.json.Decoder(Head)
 _MANIFEST: Final = msgspec.json.Decoder(Manifest)
 _ROWS: Final = msgspec.json.Decoder(list[dict[str, Any]])
