@@ -95,7 +95,11 @@ def test_store_repeated_kill_9_loses_no_acknowledged_record(tmp_path: Path) -> N
     seed = 20260530
     print(f"kill-point seed: {seed}")
     rng = random.Random(seed)
-    root, rows = tmp_path / "run", 300
+    # Enough rows that the twelve kills always land before the schedule is finished: a kill
+    # after up to 0.35 s commits at most ~100 rows, one after START at most ~20, so the kills
+    # use fewer than 600 rows even on a fast disk. (With 300 rows a fast run could finish
+    # before the twelfth kill.)
+    root, rows = tmp_path / "run", 1000
     acknowledged: dict[int, str] = {}
     kills = 0
     states: list[str] = []
