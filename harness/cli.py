@@ -50,6 +50,34 @@ class _Main(click.Group):
         except HarnessError as e:
             click.echo(f"error: {e}", err=True)
             ctx.exit(e.exit_code)
+        except BaseExceptionGroup as group:
+            # trio wraps a task's failure in a group; an expected failure inside it is still
+            # one line and its exit code, never a traceback.
+            first = _first_harness_error(group)
+            if first is None:
+                raise
+            click.echo(f"error: {first}", err=True)
+            ctx.exit(first.exit_code)
+
+
+def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessError | None:
+    """The first HarnessError in a (nested) exception group whose other members are only
+    cancellations or more of the same kind; None when anything unexpected is in it."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        else:
+            leaves.append(exc)
+    errors = [e for e in leaves if isinstance(e, HarnessError)]
+    import trio  # only when a group escaped, which means trio already ran
+
+    others = [e for e in leaves if not isinstance(e, HarnessError | trio.Cancelled)]
+    if not errors or others:
+        return None
+    return errors[0]
 
 
 @click.group(cls=_Main)

@@ -11,10 +11,12 @@ __all__ = [
     "CredentialError",
     "GenerationConfigError",
     "HarnessError",
+    "InfrastructureError",
     "InputError",
     "PromptBlindingError",
     "PromptTemplateError",
     "ProviderError",
+    "ProviderOutageError",
     "ProviderSelectionError",
     "ResponseSchemaError",
     "SimulatedBehaviourMissingError",
@@ -41,6 +43,7 @@ __all__ = [
     "SandboxProbeError",
     "SandboxRequestError",
     "SandboxUnavailableError",
+    "ToolChildKilledError",
     "AdmissionError",
     "BenchmarkError",
     "FaultNotApplicableError",
@@ -75,6 +78,14 @@ class HarnessError(Exception):
     exit_code = 2
 
 
+class InfrastructureError(HarnessError):
+    """The machinery failed, not the policy under study (a dead key, a lost network, a killed tool
+    child): the cell in flight is dropped uncommitted, committed cells stay, the store is not
+    finalized, and ``v2 resume`` continues it. Never a study outcome, never in a denominator."""
+
+    exit_code = 75
+
+
 class InputError(HarnessError):
     """An input file is missing, unreadable or not what the command needs."""
 
@@ -89,6 +100,11 @@ class ProviderSelectionError(ProviderError):
 
 class CredentialError(ProviderError):
     """The named credential source is missing, unreadable or empty. Never quotes the key."""
+
+
+class ProviderOutageError(InfrastructureError, ProviderError):
+    """Provider attempts keep failing for infrastructure reasons (authentication, permission,
+    quota, connection): the circuit breaker stopped the run."""
 
 
 class GenerationConfigError(ProviderError):
@@ -196,6 +212,10 @@ class SandboxUnavailableError(SandboxError):
     """No sandbox backend or tier can be proven on this machine; tools must not run unconfined."""
 
     exit_code = 3
+
+
+class ToolChildKilledError(InfrastructureError, SandboxError):
+    """A tool child died of a signal the harness did not send, twice: the host, not the agent."""
 
 
 class SandboxPolicyError(SandboxError):

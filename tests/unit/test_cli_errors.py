@@ -1,0 +1,47 @@
+"""The CLI's one-line error contract holds when trio wraps the failure in an exception group."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from harness.cli import _first_harness_error
+from harness.errors import (
+    HarnessError,
+    InfrastructureError,
+    NoSpaceError,
+    ProviderOutageError,
+    ToolChildKilledError,
+)
+
+
+def test_nested_group_yields_the_harness_error() -> None:
+    err = NoSpaceError("disk full")
+    group = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [err])])
+    assert _first_harness_error(group) is err
+
+
+def test_cancellations_beside_the_error_are_ignored() -> None:
+    err = ProviderOutageError("quota")
+
+    async def main() -> None:
+        async def fail() -> None:
+            raise err
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            nursery.start_soon(fail)
+
+    with pytest.raises(BaseExceptionGroup) as info:
+        trio.run(main, strict_exception_groups=True)
+    assert _first_harness_error(info.value) is err
+
+
+def test_an_unexpected_exception_in_the_group_is_not_hidden() -> None:
+    group = BaseExceptionGroup("g", [HarnessError("x"), KeyError("bug")])
+    assert _first_harness_error(group) is None
+
+
+def test_infrastructure_failures_share_one_exit_code() -> None:
+    assert ProviderOutageError.exit_code == InfrastructureError.exit_code == 75
+    assert ToolChildKilledError.exit_code == 75
