@@ -47,6 +47,11 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C before a command installed its own handler (imports, preflight): one
+            # line, the conventional exit code, no traceback.
+            click.echo("error: interrupted (nothing was committed after this point)", err=True)
+            ctx.exit(130)
         except HarnessError as e:
             click.echo(f"error: {e}", err=True)
             ctx.exit(e.exit_code)
@@ -82,10 +87,18 @@ def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessErr
 
 @click.group(cls=_Main)
 @click.option("--log-json", is_flag=True, help="Log JSON lines to stderr instead of console text.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More log events on stderr: -v info (preflight, store), -vv debug (every provider "
+    "attempt). Default: warnings, progress and the summary.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Errors and the summary only; no progress line.")
 @click.version_option(package_name="ect-harness")
-def main(log_json: bool) -> None:
+def main(log_json: bool, verbose: int, quiet: bool) -> None:
     """Evidence-Carrying Termination: verify certificates, run and audit the studies."""
-    configure(json_lines=log_json)
+    configure(json_lines=log_json, verbose=-1 if quiet else verbose)
 
 
 def _read(path: Path, what: str) -> bytes:

@@ -152,5 +152,7 @@ def load_credential(
             raise CredentialError(f"{source.describe()} is not set")
         raw = env.pop(source.name)
     credential = Credential(_checked(raw, source), source)
-    _log.info("provider.credential.loaded", source=source.kind, name=source.name)
+    # A file is logged by its name only: no log line carries the absolute path of a key file.
+    shown = Path(source.name).name if source.kind == "file" else source.name
+    _log.info("provider.credential.loaded", source=source.kind, name=shown)
     return credential
