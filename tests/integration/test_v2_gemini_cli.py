@@ -1,0 +1,292 @@
+"""The real-model lane through ``harness v2 run|resume``, against the fake Gemini server.
+
+Every test drives the command line with the real google-genai client, the real sandbox, the
+real store and preflight, pointed at ``providers_fake_gemini.FakeGemini`` on 127.0.0.1 (nothing
+leaves the machine). The fake is not a model: past its script it answers every generateContent
+request with an off-schema 200 (an unusable reply: a study outcome, which never trips the
+breaker) and every metadata request with the model's metadata (the preflight request).
+
+Covered: the provider identity bound in genesis (resume without provider flags, contradicting
+flags refused with nothing written), preflight's no-token request (403, connection refused),
+the circuit breaker (403 on every call, a quota exhausted mid-run with the frozen K=5, a cell
+made only of outages never committed), the commands that end in the right place, and a quiet
+console.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+from providers_fake_gemini import FakeGemini, error, output
+
+from harness.cli import main
+from harness.lock import project_root, write_lock
+from harness.providers import ProviderName
+from harness.providers.audit import AttemptRecord
+from harness.store import RunStore, read_store, verify_store
+from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.schedule import canonical_schedule
+
+KEY = "fake-key-gemini-cli-0123456789"
+DENIED = "Method doesn't allow unregistered callers (callers without established identity)."
+QUOTA = "Resource has been exhausted (e.g. check quota)."
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="module")
+def lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("lock") / "study-lock.json"
+    write_lock(path, project_root())
+    return path
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    path = tmp_path / "gemini.key"
+    path.write_text(KEY + "\n")
+    return path
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as server:
+        yield server
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def _error(result: Any) -> str:
+    lines: list[str] = result.stderr.splitlines()
+    assert lines, result.output
+    assert "Traceback" not in result.stderr
+    return lines[-1]
+
+
+def _gemini(fake: FakeGemini, key: Path) -> list[str]:
+    return [
+        "--provider",
+        "gemini",
+        "--credential-file",
+        str(key),
+        "--provider-base-url",
+        fake.base_url,
+    ]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+# --- preflight's request ---------------------------------------------------------------------
+
+
+def test_v2_gemini_preflight_403_blocks_the_run_with_the_providers_reason(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    fake.metadata_always(error(403, "PERMISSION_DENIED", DENIED))
+    store = tmp_path / "store"
+    result = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert result.exit_code == 3
+    line = _error(result)
+    assert line.startswith("error: preflight failed (1 check), the run is blocked: provider: ")
+    assert line.endswith(f"HTTP 403 PERMISSION_DENIED: {DENIED}")
+    assert not store.exists()
+    sent = fake.requests
+    assert [(r.method, r.path) for r in sent] == [("GET", "/v1beta/models/gemini-2.5-flash")]
+    assert sent[0].headers["x-goog-api-key"] == KEY  # the request is authenticated
+    assert not fake.generate_requests  # no token was spent
+
+
+def test_v2_gemini_preflight_connection_refused_blocks_the_run(
+    tmp_path: Path, lock: Path, key: Path
+) -> None:
+    store = tmp_path / "store"
+    url = f"http://127.0.0.1:{_closed_port()}/"
+    result = _invoke(
+        "v2", "run", "--store", str(store), "--lock", str(lock),
+        "--provider", "gemini", "--credential-file", str(key), "--provider-base-url", url,
+    )  # fmt: skip
+    assert result.exit_code == 3
+    line = _error(result)
+    assert line.startswith("error: preflight failed (1 check), the run is blocked: provider: ")
+    assert "ConnectError" in line
+    assert "Connection refused" in line
+    assert not store.exists()
+
+
+# --- the circuit breaker ---------------------------------------------------------------------
+
+
+def test_v2_gemini_403_on_every_call_stops_unfinalized_and_commits_nothing(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    fake.always(error(403, "PERMISSION_DENIED", DENIED))
+    store = tmp_path / "store"
+    result = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert result.exit_code == 75
+    line = _error(result)
+    assert line.startswith(
+        "error: provider outage: every provider attempt of cell w10-lookup.clean.critic.s1 "
+        f"failed for infrastructure reasons (last: authentication: HTTP 403 PERMISSION_DENIED: "
+        f"{DENIED})"
+    )
+    assert line.endswith(
+        f"the store is not finalized; continue with `harness v2 resume {store} --lock {lock} "
+        f"--credential-file {key}`"
+    )
+    assert "failed 4 (streak 4)" in result.stderr  # the progress line showed the streak
+    report = verify_store(store)
+    assert (report.cells, report.finalized) == (0, False)
+    assert len(fake.generate_requests) == 4  # the cell's four decisions; nothing after it
+    audit = _invoke("audit", str(store))
+    assert audit.exit_code == 0, audit.output
+    assert audit.stdout.splitlines()[0] == (
+        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+    )
+    assert "failures by kind: authentication_failed 4" in audit.stdout
+    assert f"  authentication_failed: 4 x HTTP 403 PERMISSION_DENIED: {DENIED}" in audit.stdout
+    # Resume takes the provider from the genesis; without a credential it says what it needs.
+    before = _snapshot(store)
+    again = _invoke("v2", "resume", str(store), "--lock", str(lock))
+    assert again.exit_code == 2
+    assert _error(again) == (
+        f"error: store {store} was run with gemini, model gemini-2.5-flash at {fake.base_url}; "
+        "resume it with exactly one of --credential-file PATH or --credential-env NAME (the key "
+        "is never stored)"
+    )
+    contradicting = [
+        (
+            ["--provider", "simulated"],
+            f"error: store {store} was run with provider gemini; --provider simulated "
+            "contradicts it (resume takes the provider from the store)",
+        ),
+        (
+            ["--credential-file", str(key), "--provider-base-url", "http://127.0.0.1:9/"],
+            f"error: store {store} was run against endpoint {fake.base_url}; "
+            "--provider-base-url http://127.0.0.1:9/ contradicts it",
+        ),
+    ]
+    for flags, expected in contradicting:
+        refused = _invoke("v2", "resume", str(store), "--lock", str(lock), *flags)
+        assert refused.exit_code == 2
+        assert _error(refused) == expected
+    assert _snapshot(store) == before  # nothing written by any refusal
+    assert len(fake.requests) == 5  # and no request: refused before preflight
+
+
+def test_v2_gemini_quota_mid_run_trips_the_breaker_after_five_in_a_row(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    # Cell 0 answered four times; cell 1 three times, then the quota runs out: cell 1 is
+    # committed (one answered attempt suffices, its failure in the denominator) and the fifth
+    # consecutive 429 (the fourth of cell 2) trips the breaker; cell 2 is dropped.
+    fake.script(*[output({"unscripted": True})] * 7)
+    fake.always(error(429, "RESOURCE_EXHAUSTED", QUOTA))
+    store = tmp_path / "store"
+    result = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert result.exit_code == 75
+    line = _error(result)
+    assert line.startswith(
+        "error: provider outage: 5 consecutive provider attempts failed for infrastructure "
+        f"reasons (last: quota: HTTP 429 RESOURCE_EXHAUSTED: {QUOTA}); the run stopped after "
+        "2/576 committed cells"
+    )
+    view = read_store(store)
+    assert not view.report.finalized
+    results = [msgspec.convert(c.result, CellResult) for c in view.cells]
+    assert [r.provider_failures for r in results] == [4, 4]  # unusable replies count too
+    assert [[a["failure_kind"] for a in c.audit] for c in view.cells][1] == [
+        "schema_mismatch", "schema_mismatch", "schema_mismatch", "rate_limited",
+    ]  # fmt: skip
+    assert len(fake.generate_requests) == 12
+    status = _invoke("v2", "status", str(store))
+    assert status.stdout.splitlines()[1] == (
+        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+    )
+
+
+def test_v2_gemini_unusable_replies_never_trip_the_breaker(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    # 20 off-schema replies in a row are study outcomes; then a 403 streak stops the run.
+    fake.script(*[output({"unscripted": True})] * 20)
+    fake.always(error(403, "PERMISSION_DENIED", DENIED))
+    store = tmp_path / "store"
+    result = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert result.exit_code == 75
+    assert verify_store(store).cells == 5  # 20 unusable replies: five committed cells
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+def test_v2_simulated_store_refuses_a_gemini_resume_with_nothing_written(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    store = tmp_path / "store"
+    identity = {
+        "provider": ProviderName.SIMULATED.value,
+        "model": None,
+        "endpoint": None,
+        "api_version": None,
+        "generation_config_digest": "blake3:" + "0" * 64,
+    }
+    RunStore.create(
+        store,
+        lock.read_bytes(),
+        canonical_schedule(),
+        result_type=CellResult,
+        attempt_type=AttemptRecord,
+        identity={"provider": identity},
+    ).close()
+    before = _snapshot(store)
+    result = _invoke("v2", "resume", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert result.exit_code == 2
+    assert _error(result) == (
+        f"error: store {store} was run with provider simulated; --provider gemini contradicts it "
+        "(resume takes the provider from the store)"
+    )
+    assert _snapshot(store) == before
+    assert not fake.requests
+
+
+def test_v2_run_binds_the_provider_identity_in_genesis(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    fake.always(error(403, "PERMISSION_DENIED", DENIED))
+    store = tmp_path / "store"
+    _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    genesis = read_store(store).genesis
+    assert genesis is not None
+    bound = genesis.identity["provider"]
+    assert bound["provider"] == "gemini"
+    assert bound["model"] == "gemini-2.5-flash"
+    assert bound["endpoint"] == fake.base_url
+    assert bound["generation_config_digest"].startswith("blake3:")
+    assert str(key) not in repr(genesis.identity)  # the credential source is never bound
