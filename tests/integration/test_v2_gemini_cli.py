@@ -290,3 +290,80 @@ def test_v2_run_binds_the_provider_identity_in_genesis(
     assert bound["endpoint"] == fake.base_url
     assert bound["generation_config_digest"].startswith("blake3:")
     assert str(key) not in repr(genesis.identity)  # the credential source is never bound
+
+
+# --- an outage, a resume with a good key, and the finished store -----------------------------
+
+
+def _report_files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    # The quota runs out exactly after cell 1 (eight answers): cell 2 has only outages, so it is
+    # dropped, never committed. A partial report is written, then superseded by the resume.
+    fake.script(*[output({"unscripted": True})] * 8)
+    fake.always(error(429, "RESOURCE_EXHAUSTED", QUOTA))
+    store = tmp_path / "store"
+    stopped = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert stopped.exit_code == 75
+    assert verify_store(store).cells == 2
+    partial = _invoke("v2", "report", str(store))
+    assert partial.exit_code == 0, partial.output
+    assert "PARTIAL REPORT: made at 2 of 576 cells" in partial.stdout
+    manifest = msgspec.json.decode((store / "report" / "report-manifest.json").read_bytes())
+    assert manifest["partial"] is True
+    kept = tmp_path / "kept-report"
+    assert _invoke("v2", "report", str(store), "--out", str(kept)).exit_code == 0
+    # The quota is back; a new key file, no provider flags: the store names its provider.
+    fake.always(None)
+    good = tmp_path / "good.key"
+    good.write_text(KEY + "-good\n")
+    resumed = _invoke(
+        "v2", "resume", str(store), "--lock", str(lock), "--credential-file", str(good)
+    )
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.splitlines()[1] == (
+        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+    )
+    assert "cells: 576/576 committed, 574 this session" in resumed.stdout
+    assert not (store / "report").exists()  # the partial report is superseded
+    manifest_line = next(x for x in resumed.stdout.splitlines() if x.startswith("manifest: "))
+    digest = manifest_line.split()[1]
+    # The cell dropped during the outage ran again: every cell answered, nothing only failed.
+    audit = _invoke("audit", str(store))
+    assert audit.exit_code == 0, audit.output
+    assert "failures by kind: rate_limited 4, schema_mismatch 2304" in audit.stdout
+    assert "orphaned (bound after a writer died)" in audit.stdout
+    # Replay names the provider and says a report made on the partial store is stale.
+    replay = _invoke("replay", str(store), "--report", str(kept))
+    assert replay.stdout.splitlines()[0].startswith("provider: gemini, model gemini-2.5-flash")
+    assert "tables: report is stale (made at 2 cells)" in replay.stdout
+    assert replay.exit_code == 3
+    # An uninterrupted run against the same fake gives the same report, byte for byte.
+    reference = tmp_path / "reference"
+    fresh = _invoke(
+        "v2", "run", "--store", str(reference), "--lock", str(lock), *_gemini(fake, key)
+    )
+    assert fresh.exit_code == 0, fresh.output
+    assert _invoke("v2", "report", str(store)).exit_code == 0
+    assert _invoke("v2", "report", str(reference)).exit_code == 0
+    ours, theirs = _report_files(store / "report"), _report_files(reference / "report")
+    stable = {"table4.csv", "hypotheses.csv"}  # latency and heads differ run to run
+    assert {n: ours[n] for n in stable} == {n: theirs[n] for n in stable}
+    # Resuming the finished store: complete, nothing written; same for one killed right after
+    # it finalized (the manifest is the last thing written).
+    before = _snapshot(store)
+    done = _invoke("v2", "resume", str(store), "--lock", str(lock), "--credential-file", str(good))
+    assert done.exit_code == 0, done.output
+    assert done.stdout == f"complete: 576 cells, manifest {digest}\n"
+    assert _snapshot(store) == before
+    rerun = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert rerun.exit_code == 2
+    assert _error(rerun) == (
+        f"error: {store} already holds a finalized run store (576 cells, manifest {digest}); "
+        f"see its results with `harness v2 report {store}`"
+    )
