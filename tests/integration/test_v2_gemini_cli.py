@@ -367,3 +367,112 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
         f"error: {store} already holds a finalized run store (576 cells, manifest {digest}); "
         f"see its results with `harness v2 report {store}`"
     )
+
+
+# --- commands that end in the right place ----------------------------------------------------
+
+
+def _finalized_store(root: Path, lock: Path) -> str:
+    """A one-row store, committed and sealed (a stand-in for a finished study)."""
+    from harness.store import finalize_store
+
+    rows = canonical_schedule()[:1]
+    with RunStore.create(root, lock.read_bytes(), rows) as writer:
+        writer.commit_cell(0, {"cell_id": rows[0]["cell_id"]}, [])
+    return finalize_store(root, 1)
+
+
+def test_v2_resume_of_a_finalized_store_is_complete_and_writes_nothing(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    store = tmp_path / "store"
+    digest = _finalized_store(store, lock)
+    before = _snapshot(store)
+    result = _invoke("v2", "resume", str(store), "--lock", str(lock))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"complete: 1 cells, manifest {digest}\n"
+    assert _snapshot(store) == before
+    rerun = _invoke("v2", "run", "--store", str(store), "--lock", str(lock), *_gemini(fake, key))
+    assert rerun.exit_code == 2
+    assert _error(rerun) == (
+        f"error: {store} already holds a finalized run store (1 cells, manifest {digest}); "
+        f"see its results with `harness v2 report {store}`"
+    )
+    assert not fake.requests
+
+
+def test_v2_resume_of_a_missing_store_fails_before_preflight(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    missing = tmp_path / "nonexistent"
+    result = _invoke("v2", "resume", str(missing), "--lock", str(lock), *_gemini(fake, key)[2:4])
+    assert result.exit_code == 2
+    assert _error(result) == f"error: no store at {missing}"
+    assert not fake.requests  # preflight never ran: no metadata request
+    assert not missing.exists()
+
+
+def test_v2_run_into_a_directory_holding_other_files_says_so(tmp_path: Path, lock: Path) -> None:
+    directory = tmp_path / "results"
+    directory.mkdir()
+    (directory / "notes.txt").write_text("mine\n")
+    result = _invoke("v2", "run", "--store", str(directory), "--lock", str(lock))
+    assert result.exit_code == 2
+    assert _error(result) == (
+        f"error: {directory} is not empty and holds no run store; a run starts in a new or empty "
+        "directory (choose another --store)"
+    )
+    assert sorted(p.name for p in directory.iterdir()) == ["notes.txt"]
+
+
+# --- a quiet console -------------------------------------------------------------------------
+
+
+def test_v2_console_is_quiet_by_default_and_verbose_on_request(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    fake.always(error(403, "PERMISSION_DENIED", DENIED))
+    quiet = _invoke(
+        "v2", "run", "--store", str(tmp_path / "a"), "--lock", str(lock), *_gemini(fake, key)
+    )
+    assert quiet.exit_code == 75
+    assert "provider.attempt" not in quiet.stderr
+    assert "v2.preflight" not in quiet.stderr
+    assert "cells | " in quiet.stderr  # the progress summary line
+    verbose = CliRunner().invoke(
+        main,
+        [
+            "-vv",
+            "v2",
+            "run",
+            "--store",
+            str(tmp_path / "b"),
+            "--lock",
+            str(lock),
+            *_gemini(fake, key),
+        ],
+    )
+    assert verbose.exit_code == 75
+    assert verbose.stderr.count("provider.attempt") == 4
+    assert "v2.preflight" in verbose.stderr
+    log_lines = [x for x in verbose.stderr.splitlines() if not x.startswith(("error:", "["))]
+    log_lines += [
+        x for x in verbose.stderr.splitlines() if x.startswith("[") and "cells |" not in x
+    ]
+    assert log_lines
+    assert not [x for x in log_lines if str(key) in x]  # never the key file's absolute path
+    silent = CliRunner().invoke(
+        main,
+        [
+            "-q",
+            "v2",
+            "run",
+            "--store",
+            str(tmp_path / "c"),
+            "--lock",
+            str(lock),
+            *_gemini(fake, key),
+        ],
+    )
+    assert silent.exit_code == 75
+    assert silent.stderr.splitlines() == [_error(silent)]  # the error line alone
