@@ -16,7 +16,11 @@ console.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner
-from providers_fake_gemini import FakeGemini, error, output
+from providers_fake_gemini import FakeGemini, error, model_metadata, output, slow
 
 from harness.cli import main
 from harness.lock import project_root, write_lock
@@ -476,3 +480,80 @@ def test_v2_console_is_quiet_by_default_and_verbose_on_request(
     )
     assert silent.exit_code == 75
     assert silent.stderr.splitlines() == [_error(silent)]  # the error line alone
+
+
+# --- processes: the credential variable, Ctrl-C while starting, scripts/run ------------------
+
+HARNESS = Path(sys.executable).parent / "harness"
+
+
+def _wait_for(predicate: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc (Linux)")
+def test_credential_env_is_gone_from_proc_environ_before_any_provider_call(
+    tmp_path: Path, lock: Path, fake: FakeGemini
+) -> None:
+    # The metadata request is held for a while: the process is then inside its first provider
+    # call, and its environment block must no longer hold the key.
+    fake.metadata(slow(30.0, model_metadata()))
+    env = {**os.environ, "ECT_TEST_KEY": KEY}
+    process = subprocess.Popen(
+        [
+            str(HARNESS), "v2", "run", "--store", str(tmp_path / "store"), "--lock", str(lock),
+            "--provider", "gemini", "--credential-env", "ECT_TEST_KEY",
+            "--provider-base-url", fake.base_url,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _wait_for(lambda: fake.requests)
+        environ = Path(f"/proc/{process.pid}/environ").read_bytes()
+        assert fake.requests[0].headers["x-goog-api-key"] == KEY  # the key did arrive
+        assert KEY.encode() not in environ
+        assert b"ECT_TEST_KEY=" not in environ
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("delay_s", [0.05, 0.3, 0.8], ids=["50ms", "300ms", "800ms"])
+def test_ctrl_c_in_the_first_second_prints_no_traceback(
+    tmp_path: Path, lock: Path, delay_s: float
+) -> None:
+    process = subprocess.Popen(
+        [str(HARNESS), "v2", "run", "--store", str(tmp_path / "store"), "--lock", str(lock)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(delay_s)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert b"Traceback" not in err, err.decode()
+    assert process.returncode == 130, err.decode()
+    assert err.decode().strip().splitlines()[-1].startswith("error: ")
+
+
+@pytest.mark.slow
+def test_scripts_run_with_store_reports_that_store(tmp_path: Path) -> None:
+    store = tmp_path / "given"
+    script = project_root() / "scripts" / "run"
+    done = subprocess.run(
+        ["bash", str(script), "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert verify_store(store).finalized
+    assert (store / "report" / "report.md").is_file()
+    assert "Table 4" in done.stdout
