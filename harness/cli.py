@@ -158,7 +158,7 @@ class _Main(click.Group):
         except KeyboardInterrupt:
             # Ctrl-C before a command installed its own handler (imports, preflight): one
             # line, the conventional exit code, no traceback.
-            click.echo("error: interrupted (nothing was committed after this point)", err=True)
+            click.echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
             ctx.exit(130)
         except HarnessError as e:
             click.echo(f"error: {e}", err=True)

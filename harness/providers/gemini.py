@@ -41,7 +41,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from harness.canonical import Domain, digest_bytes
+from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.log import get_logger
 from harness.providers._capture import Capture, CapturingTransport, bind, unbind
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
@@ -302,7 +302,7 @@ class GeminiProvider:
             "api_version": settings.api_version,
             "base_url": self._base_url,
         }
-        request_hash = digest_bytes(Domain.PROVIDER_REQUEST, msgspec.json.encode(described))
+        request_hash = digest_bytes(Domain.PROVIDER_REQUEST, canonical_bytes(described))
         cfg_digest = config_digest(config)
         audit.journal.begin(
             AttemptIntent(

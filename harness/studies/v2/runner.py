@@ -142,7 +142,7 @@ class Breaker:
         cause = infrastructure_cause(record.failure_kind)
         if cause is not None:
             self.streak += 1
-            reason = record.failure_detail or (record.failure_kind or "").__str__()
+            reason = record.failure_detail or str(record.failure_kind)
             self.last = f"{cause.value}: {reason}"
             if self.streak >= self.limit and self.tripped is None:
                 self.tripped = (

@@ -3,17 +3,26 @@
 ``execute`` is what ``harness v2 run`` and ``harness v2 resume`` do:
 
 1. read the committed config and schedule (refused when the schedule is not the config's);
-2. ``run`` only: refuse a directory that already holds a store (resume it instead);
-3. open the sandbox backend, then run preflight against exactly the lock, schedule and store
+2. ``resume`` only: a missing store is refused and a finalized one is reported complete, both
+   before anything else runs and with nothing written; the provider identity (provider, model,
+   endpoint, generation config) is read from the store's genesis, only the credential comes
+   from the flags, and a contradicting flag is refused in one line;
+3. ``run`` only: refuse a directory that already holds a store (resume it; a finalized one:
+   see its report) or anything else;
+4. open the sandbox backend, then run preflight against exactly the lock, schedule and store
    paths of this run, the provider selection and the config's generation config - a failed
    check blocks the run; preflight is not optional (``execute`` requires it: the command line
-   hands in ``preflight.run_preflight``, since the harness does not import ``preflight``);
-4. create the store (or open it for resume: verified prefix, torn tail repaired, orphaned
-   attempts reported; a store whose creation was killed before it was published holds nothing
-   and is started afresh), keep the preflight report in it as a blob bound into the session's first
-   commit, and run the remaining rows in order;
-5. once every row is committed, finalize the store (its manifest pins the head) and return
-   the manifest digest.
+   hands in ``preflight.run_preflight``, since the harness does not import ``preflight``). Its
+   ``provider`` check opens the provider and, for a real one, makes one authenticated request
+   that spends no tokens (the model's metadata);
+5. create the store with the provider identity in its genesis (or open it for resume: verified
+   prefix, torn tail repaired, orphaned attempts reported, a partial report removed; a store
+   whose creation was killed before it was published holds nothing and is started afresh),
+   journal the preflight request, keep the preflight report in it as a blob bound into the
+   session's first commit, and run the remaining rows in order;
+6. a signal or the provider circuit breaker stops the run unfinalized (``RunStoppedError``,
+   ``ProviderOutageError``), naming the exact resume command; once every row is committed,
+   finalize the store (its manifest pins the head) and return the manifest digest.
 
 ``status_lines`` summarizes a store for ``harness v2 status``: verification, cells, pending
 attempts and per-pipeline counts of the primary outcomes so far. It is a progress view, not
@@ -60,7 +69,6 @@ from harness.store import (
     read_store,
     verify_store,
 )
-from harness.store._scan import require_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
@@ -257,7 +265,11 @@ class _Probe:
 
 
 def _finalized(store_dir: Path) -> Outcome | None:
-    """The outcome of resuming a store that is already finalized (None: it is not)."""
+    """The outcome of resuming a store that is already finalized (None: it is not).
+
+    Raises:
+        StoreNotFoundError: no store at ``store_dir``.
+    """
     report = verify_store(store_dir)
     if not report.finalized or report.status is not VerifyStatus.OK:
         return None
@@ -300,8 +312,7 @@ def execute(
         _log.warning("v2.resume_unpublished", store=str(store_dir))
         resume = False
     elif resume:
-        require_store(store_dir)
-        done = _finalized(store_dir)
+        done = _finalized(store_dir)  # no store there: StoreNotFoundError, before preflight
         if done is not None:
             return done
     if isinstance(selection, ProviderFlags):
