@@ -233,6 +233,13 @@ def test_v2_gemini_quota_mid_run_trips_the_breaker_after_five_in_a_row(
     assert status.stdout.splitlines()[1] == (
         f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
     )
+    report = _invoke("v2", "report", str(store))
+    assert report.exit_code == 0, report.output
+    lines = report.stdout.splitlines()
+    assert lines[2] == "Provider: gemini, model gemini-2.5-flash."
+    assert lines[4].startswith("**PARTIAL REPORT: made at 2 of 576 cells on a store that is not")
+    analysis = msgspec.json.decode((store / "report" / "analysis.json").read_bytes())
+    assert analysis["partial"] is True
 
 
 def test_v2_gemini_unusable_replies_never_trip_the_breaker(
@@ -357,16 +364,16 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     assert _invoke("v2", "report", str(store)).exit_code == 0
     assert _invoke("v2", "report", str(reference)).exit_code == 0
     ours, theirs = _report_files(store / "report"), _report_files(reference / "report")
-    # Every table and figure is the same; only what names the store itself differs (its head
-    # and manifest: records carry measured latencies, and the resumed one binds the outage's
-    # orphaned attempts).
+    # Every table and figure is the same. The text differs only in what is measured, not
+    # decided: the provider latency row, and the store's head and manifest (records carry
+    # measured latencies; the resumed store also binds the outage's orphaned attempts).
     for name in ("table4.csv", "table4.tex", "hypotheses.csv", "figure.png"):
         assert ours[name] == theirs[name], name
 
-    def without_store_line(data: bytes) -> list[bytes]:
-        return [x for x in data.splitlines() if b", head blake3:" not in x]
+    def decided(data: bytes) -> list[bytes]:
+        return [x for x in data.splitlines() if b", head blake3:" not in x and b"latency" not in x]
 
-    assert without_store_line(ours["report.md"]) == without_store_line(theirs["report.md"])
+    assert decided(ours["report.md"]) == decided(theirs["report.md"])
     # Resuming the finished store: complete, nothing written; same for one killed right after
     # it finalized (the manifest is the last thing written).
     before = _snapshot(store)
