@@ -26,10 +26,11 @@ import click
 import msgspec
 
 from harness.errors import ProviderSelectionError, require_extra
+from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.config import GenerationConfig, config_digest
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
-from harness.providers.kinds import ProviderName
+from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
 
@@ -39,6 +40,7 @@ __all__ = [
     "ProviderSelection",
     "credential_option",
     "open_provider",
+    "probe_provider",
     "provider_identity",
     "provider_options",
     "resume_provider_options",
@@ -347,3 +349,21 @@ def resume_provider_options(command: F) -> F:
     for option in reversed(options):
         decorated = option(decorated)
     return decorated  # type: ignore[return-value]
+
+
+def probe_provider(
+    provider: Provider, selection: ProviderSelection, config: GenerationConfig, audit: Audit
+) -> tuple[bool, str]:
+    """Preflight's provider check: whether ``provider`` answers, and one line saying why.
+
+    A real provider makes its one authenticated request that spends no tokens (the model's
+    metadata), journaled in ``audit``; the simulated provider makes none.
+    """
+    probe = getattr(provider, "probe", None)
+    if probe is None:
+        return True, "simulated provider: no request, no network"
+    record: AttemptRecord = probe(config, audit)
+    where = f"{config.gemini.model} at {selection.base_url}"
+    if record.status is AttemptStatus.SUCCEEDED:
+        return True, f"{where}: model metadata read with the key (no tokens spent)"
+    return False, f"{where}: {record.failure_detail or record.failure_kind}"

@@ -573,3 +573,28 @@ def test_scripts_run_with_store_reports_that_store(tmp_path: Path) -> None:
     assert verify_store(store).finalized
     assert (store / "report" / "report.md").is_file()
     assert "Table 4" in done.stdout
+
+
+def test_standalone_preflight_makes_the_same_no_token_request(
+    tmp_path: Path, lock: Path, key: Path, fake: FakeGemini
+) -> None:
+    schedule = project_root() / "schedules" / "v2-schedule.json"
+    args = [
+        "preflight", "--lock", str(lock), "--schedule", str(schedule),
+        "--store", str(tmp_path / "store"), *_gemini(fake, key),
+    ]  # fmt: skip
+    passed = _invoke(*args)
+    assert passed.exit_code == 0, passed.output
+    assert (
+        f"ok   provider: gemini-2.5-flash at {fake.base_url}: model metadata read with the key "
+        "(no tokens spent)"
+    ) in passed.stdout.splitlines()
+    fake.metadata_always(error(404, "NOT_FOUND", "models/gemini-2.5-flash is not found"))
+    failed = _invoke(*args)
+    assert failed.exit_code == 3
+    assert (
+        f"FAIL provider: gemini-2.5-flash at {fake.base_url}: HTTP 404 NOT_FOUND: "
+        "models/gemini-2.5-flash is not found"
+    ) in failed.stdout.splitlines()
+    assert [r.method for r in fake.requests] == ["GET", "GET"]
+    assert not (tmp_path / "store").exists()

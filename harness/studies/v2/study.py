@@ -48,7 +48,7 @@ from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptIntent, AttemptRecord, memory_audit
-from harness.providers.kinds import AttemptStatus, ProviderName
+from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
     ProviderFlags,
@@ -56,6 +56,7 @@ from harness.providers.selection import (
     ProviderSelection,
     credential_option,
     open_provider,
+    probe_provider,
     provider_identity,
     select_provider,
     selection_for_resume,
@@ -224,15 +225,9 @@ class _Probe:
 
     def __call__(self) -> tuple[bool, str]:
         self.provider = open_provider(self._selection)
-        probe = getattr(self.provider, "probe", None)
-        if probe is None:
-            return True, "simulated provider: no request, no network"
-        generation = self._config.generation_config
-        record: AttemptRecord = probe(generation, self.audit)
-        where = f"{generation.gemini.model} at {self._selection.base_url}"
-        if record.status is AttemptStatus.SUCCEEDED:
-            return True, f"{where}: model metadata read with the key (no tokens spent)"
-        return False, f"{where}: {record.failure_detail or record.failure_kind}"
+        return probe_provider(
+            self.provider, self._selection, self._config.generation_config, self.audit
+        )
 
     def journal_into(self, writer: RunStore) -> None:
         """Journal the preflight attempt into the store (bound into the next record)."""
