@@ -25,7 +25,8 @@ from typing import Any, Final, TypeVar
 import click
 import msgspec
 
-from harness.errors import ProviderSelectionError, require_extra
+from harness.errors import ProviderSelectionError
+from harness.extras import require_extra
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.config import GenerationConfig, config_digest
 from harness.providers.credentials import CredentialSource, load_credential
