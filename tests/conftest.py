@@ -1,9 +1,10 @@
-"""Suite-wide hygiene: a command run in-process (click's CliRunner) configures logging for the
-process (its verbosity and its captured stderr); each test gets the configuration it started
-with back, so no test depends on which command an earlier one ran."""
+"""Suite-wide hygiene: a command run in-process (click's CliRunner) sets the process's log level
+from its verbosity (default: warnings only). Every test starts at the library's default level,
+info, whatever command an earlier test or a module fixture ran."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +12,7 @@ import structlog
 
 
 @pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    saved = structlog.get_config()
+def _default_log_level() -> Iterator[None]:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
     yield
-    structlog.configure(**saved)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
