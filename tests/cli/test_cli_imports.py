@@ -83,4 +83,4 @@ def test_help_lists_every_command() -> None:
     rows = done.stdout.split("Commands:")[1].splitlines()
     # A command row starts with two spaces; wrapped help continues further indented.
     listed = {row.split()[0] for row in rows if row.startswith("  ") and row[2] != " "}
-    assert listed == {"schema", "verify", *_LAZY}
+    assert listed == {"examples", "schema", "verify", *_LAZY}
