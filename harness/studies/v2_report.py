@@ -27,11 +27,9 @@ from pathlib import Path
 from typing import Final, Literal
 
 import msgspec
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StudyLockError, StudyReportError
+from harness.errors import StudyLockError, StudyReportError, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
@@ -400,6 +398,10 @@ def render_table4_tex(a: V2Analysis) -> bytes:
 
 def render_figure(a: V2Analysis) -> bytes:
     """``figure.png``: U and S rates per pipeline, counts on the bars."""
+    require_extra("matplotlib", "plots", "the V2 report's figure (figure.png)")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     rows = list(reversed(a.table4))
     labels = [row.label for row in rows]
     figure = Figure(figsize=(8.0, 3.2), dpi=150)
