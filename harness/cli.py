@@ -32,6 +32,7 @@ _SCHEMAS: Final[dict[str, Any]] = {
     "ledger": ect.Ledger,
     "requirements": ect.Requirements,
     "descriptor": ect.TaskDescriptor,
+    "decision": ect.Decision,
 }
 
 

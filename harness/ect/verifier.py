@@ -420,7 +420,8 @@ def _check_claim(
     report: _Report,
     memo: dict[str, _Facts],
 ) -> Any:
-    """Lines 11-21 for one claim; returns the replayed value (``_UNSET`` when there is none).
+    """Lines 11-21 for one claim; returns the replayed value when it equals the claimed one
+    (``_UNSET`` when replay failed, could not run, or disagrees with the claim).
 
     One path for every claim: the loop tests each citation against precomputed sets and builds
     a finding (and its path string) only for what fails.
@@ -533,6 +534,7 @@ def _check_replay(
         report.add(R.REPLAY_NULL_NOT_ALLOWED, path, "non-null", "null")
     if not values_match(claim.value, result, slot.abs_tol, slot.rel_tol):
         report.add(R.REPLAY_VALUE_MISMATCH, path, _show(result), _show(claim.value))
+        return _UNSET  # the claim is already refused; the answer is held to the claim alone
     return result
 
 

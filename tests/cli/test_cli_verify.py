@@ -94,6 +94,15 @@ def test_schema_prints_json_schema(kind: str) -> None:
     assert schema["$ref"].startswith("#/$defs/")
 
 
+def test_schema_of_the_decision_lists_every_reason_code() -> None:
+    from harness.ect import ReasonCode
+
+    schema = json.loads(CliRunner().invoke(main, ["schema", "decision"]).stdout)
+    assert sorted(schema["$defs"]["ReasonCode"]["enum"]) == sorted(
+        code.value for code in ReasonCode
+    )
+
+
 def test_schema_refuses_extra_fields() -> None:
     schema = json.loads(CliRunner().invoke(main, ["schema", "certificate"]).stdout)
     assert schema["$defs"]["Certificate"]["additionalProperties"] is False
