@@ -359,9 +359,13 @@ class _Facts:
 
 
 class _Rule:
-    """A slot's scope rule as sets, built once per slot per verification."""
+    """A slot's scope rule as sets, built once per rule per verification.
 
-    __slots__ = ("attributes", "dates", "entities", "levels", "sources", "tools")
+    ``admits`` remembers its answer per receipt, so a receipt cited by several claims under the
+    same rule is judged once (the answer depends only on the receipt and the rule).
+    """
+
+    __slots__ = ("attributes", "dates", "entities", "judged", "levels", "sources", "tools")
 
     def __init__(self, rule: ScopeRule) -> None:
         self.entities = frozenset(rule.entities)
@@ -370,6 +374,21 @@ class _Rule:
         self.dates = frozenset(rule.dates)
         self.sources = frozenset((s.tool_id, s.source_path) for s in rule.sources)
         self.tools = frozenset(s.tool_id for s in rule.sources)
+        self.judged: dict[_Facts, bool] = {}
+
+    def admits(self, facts: _Facts) -> bool:
+        """The receipt's entity, attribute, level, date and (tool, path) are all allowed."""
+        known = self.judged.get(facts)
+        if known is None:
+            item = facts.item
+            known = self.judged[facts] = (
+                item.entity in self.entities
+                and item.attribute in self.attributes
+                and item.level in self.levels
+                and item.date in self.dates
+                and facts.source in self.sources
+            )
+        return known
 
 
 def _evidence_findings(
@@ -386,7 +405,7 @@ def _evidence_findings(
 
 
 def _scope_findings(
-    path: str, rid: str, facts: _Facts, slot: SlotRequirement, rule: _Rule, report: _Report
+    path: str, facts: _Facts, slot: SlotRequirement, rule: _Rule, report: _Report
 ) -> None:
     item = facts.item
     scope = slot.scope
@@ -440,8 +459,6 @@ def _check_claim(
         report.add(R.EVIDENCE_DUPLICATE_CITATION, f"$.claims[{index}].evidence")
     cited_ids: set[str] = set()
     scopes_seen: set[tuple[str, str, str, str | None]] = set()
-    entities, attributes, levels, dates = rule.entities, rule.attributes, rule.levels, rule.dates
-    sources = rule.sources
     for position, rid in enumerate(evidence):
         facts = memo.get(rid)
         if facts is None:
@@ -456,25 +473,17 @@ def _check_claim(
             continue  # already judged; the repeat is EVIDENCE_DUPLICATE_CITATION
         cited_ids.add(rid)
         cited.append(facts)
-        item = facts.item
         if not facts.sound:
             receipt = by_id[rid]
             assert receipt is not None
             path = f"$.claims[{index}].evidence[{position}]"
             _evidence_findings(path, receipt, facts, task_id, report)
         key = facts.scope_key
-        if (
-            item.entity in entities
-            and item.attribute in attributes
-            and item.level in levels
-            and item.date in dates
-            and facts.source in sources
-            and key not in scopes_seen
-        ):
+        if rule.admits(facts) and key not in scopes_seen:
             scopes_seen.add(key)
             continue
         path = f"$.claims[{index}].evidence[{position}]"
-        _scope_findings(path, rid, facts, slot, rule, report)
+        _scope_findings(path, facts, slot, rule, report)
         if key in scopes_seen:
             report.add(R.SCOPE_DUPLICATE, path, got=rid)
         scopes_seen.add(key)
