@@ -6,7 +6,6 @@ line on stderr with its exit code; no traceback reaches the user for it.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -54,26 +53,74 @@ def _v2_group() -> click.Group:
     return v2_group
 
 
+def _audit() -> click.Command:
+    from harness._evidence_cli import audit_cmd
+
+    return audit_cmd
+
+
+def _export() -> click.Command:
+    from harness._evidence_cli import export_cmd
+
+    return export_cmd
+
+
+def _lock() -> click.Command:
+    from harness._evidence_cli import lock_cmd
+
+    return lock_cmd
+
+
+def _preflight() -> click.Command:
+    from preflight._cli import preflight_cmd
+
+    return preflight_cmd
+
+
+def _replay() -> click.Command:
+    from harness._evidence_cli import replay_cmd
+
+    return replay_cmd
+
+
+def _sandbox() -> click.Command:
+    from harness.sandbox._cli import sandbox_group
+
+    return sandbox_group
+
+
+def _store() -> click.Command:
+    from harness.store._cli import store_group
+
+    return store_group
+
+
+def _tasks() -> click.Command:
+    from harness.worlds._cli import tasks_group
+
+    return tasks_group
+
+
+def _worlds() -> click.Command:
+    from harness.worlds._cli import worlds_group
+
+    return worlds_group
+
+
 # Subcommands load on first use, so `harness verify` and `harness --help` import only the core
 # (no trio, numpy, matplotlib or google-genai). name -> (loader, one-line help for --help).
-_LAZY: Final[dict[str, tuple[str | Callable[[], click.Command], str]]] = {
-    "audit": (
-        "harness._evidence_cli:audit_cmd",
-        "Audit a run store's chain and every provider attempt.",
-    ),
-    "export": ("harness._evidence_cli:export_cmd", "Write a shareable bundle of a run store."),
-    "lock": ("harness._evidence_cli:lock_cmd", "Write or check the study lock."),
-    "preflight": ("preflight._cli:preflight_cmd", "Run the path-bound preflight checks."),
-    "replay": (
-        "harness._evidence_cli:replay_cmd",
-        "Recompute a store's decisions and reports offline.",
-    ),
-    "sandbox": ("harness.sandbox._cli:sandbox_group", "Probe, describe and use the tool sandbox."),
+_LAZY: Final[dict[str, tuple[Callable[[], click.Command], str]]] = {
+    "audit": (_audit, "Audit a run store's chain and every provider attempt."),
+    "export": (_export, "Write a shareable bundle of a run store."),
+    "lock": (_lock, "Write or check the study lock."),
+    "preflight": (_preflight, "Run the path-bound preflight checks."),
+    "replay": (_replay, "Recompute a store's decisions and reports offline."),
+    "sandbox": (_sandbox, "Probe, describe and use the tool sandbox."),
     "static": (_static_group, "The static study: snapshot export, run and report."),
-    "store": ("harness.store._cli:store_group", "Verify, inspect and finalize run stores."),
-    "tasks": ("harness.worlds._cli:tasks_group", "List the admitted benchmark tasks."),
+    "store": (_store, "Verify, inspect and finalize run stores."),
+    "tasks": (_tasks, "List the admitted benchmark tasks."),
     "v2": (_v2_group, "The V2 closed-loop study: run, resume, status, report."),
-    "worlds": ("harness.worlds._cli:worlds_group", "Inspect the generated worlds."),
+    "worlds": (_worlds, "Inspect the generated worlds."),
 }
 
 
@@ -87,13 +134,7 @@ class _Main(click.Group):
         command = super().get_command(ctx, cmd_name)
         if command is not None or cmd_name not in _LAZY:
             return command
-        loader = _LAZY[cmd_name][0]
-        if callable(loader):
-            command = loader()
-        else:
-            module, _, attr = loader.partition(":")
-            command = getattr(importlib.import_module(module), attr)
-        assert isinstance(command, click.Command)
+        command = _LAZY[cmd_name][0]()
         self.add_command(command, cmd_name)
         return command
 
