@@ -5,6 +5,12 @@
 paper's pseudo-code, which returns at the first failing line, it runs every check whose inputs
 exist and reports them all, so a fault that trips several families shows all of them.
 
+Beyond the paper's lines it checks two things the paper's guarantee needs: each cited receipt's
+tool and value path are ones the contract allows for the slot (the receipt check includes the
+value path), and, when the agent's reported answer is given, that answer is the certified one
+slot for slot (DESIGN section 12), so ``complete`` covers what the run reports. Every claim goes
+through one path; there is no fast path that repeats a check.
+
 Checks can be disabled one at a time (``Check``) for the single-check ablations; the default runs
 all. Reading files and decoding bytes is the caller's job (see ``boundary``).
 """
