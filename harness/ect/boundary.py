@@ -8,12 +8,12 @@ This module reads no files; the CLI does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from typing import Any, Final, TypeVar
 
 import msgspec
 
+from harness.canonical import check_strict_json
 from harness.ect.model import (
     Certificate,
     Decision,
@@ -42,19 +42,6 @@ class BoundaryError(ValueError):
         self.code = code
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
 def _first_line(e: BaseException) -> str:
     if isinstance(e, RecursionError):
         return "nested too deeply"
@@ -75,10 +62,9 @@ def check_json(data: bytes, code: R) -> None:
     if len(data) > MAX_INPUT_BYTES:
         raise BoundaryError(R.ADAPTER_INPUT_TOO_LARGE, f"input exceeds {MAX_INPUT_BYTES} bytes")
     try:
-        # A strict structural pass: duplicate keys and NaN/Infinity literals are refused.
-        json.loads(data, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-        raise BoundaryError(code, _first_line(e)) from e
+        check_strict_json(data)
+    except ValueError as e:
+        raise BoundaryError(code, str(e)) from e
 
 
 def decode(data: bytes, kind: type[T], code: R) -> T:
