@@ -158,8 +158,7 @@ class _Main(click.Group):
         except KeyboardInterrupt:
             # Ctrl-C before a command installed its own handler (imports, preflight): one
             # line, the conventional exit code, no traceback.
-            click.echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
-            ctx.exit(130)
+            _interrupted(ctx)
         except HarnessError as e:
             click.echo(f"error: {e}", err=True)
             ctx.exit(e.exit_code)
@@ -168,9 +167,16 @@ class _Main(click.Group):
             # one line and its exit code, never a traceback.
             first = _first_harness_error(group)
             if first is None:
+                if group.subgroup(KeyboardInterrupt) is not None:
+                    _interrupted(ctx)  # Ctrl-C reached trio before its handler was set up
                 raise
             click.echo(f"error: {first}", err=True)
             ctx.exit(first.exit_code)
+
+
+def _interrupted(ctx: click.Context) -> None:
+    click.echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
+    ctx.exit(130)
 
 
 def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessError | None:
