@@ -13,6 +13,7 @@ __all__ = [
     "HarnessError",
     "InfrastructureError",
     "InputError",
+    "UnsafeFileError",
     "PromptBlindingError",
     "PromptTemplateError",
     "ProviderError",
@@ -21,6 +22,7 @@ __all__ = [
     "ResponseSchemaError",
     "SimulatedBehaviourMissingError",
     "SimulatedViewError",
+    "AnchorMismatchError",
     "CommitOrderError",
     "DurabilityError",
     "FinalizeError",
@@ -90,6 +92,18 @@ class InputError(HarnessError):
     """An input file is missing, unreadable or not what the command needs."""
 
 
+class UnsafeFileError(InputError):
+    """A file was refused before it was read: a symbolic link where none may be, not a regular
+    file (a FIFO, a device, a directory), over its size bound, or owned by another user.
+
+    ``kind`` is ``symlink``, ``type``, ``size`` or ``owner`` (``harness.safeio`` raises it).
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ProviderError(HarnessError):
     """A provider cannot be set up or used as asked (not a failed model call: that is a result)."""
 
@@ -148,6 +162,13 @@ class WriterLockedError(StoreError):
 
 class TamperError(StoreError):
     """Verification found an inconsistency no crash can produce; resume is refused."""
+
+    exit_code = 3
+
+
+class AnchorMismatchError(StoreError):
+    """The store is not sealed by the manifest digest the user expects (or by none at all), or
+    its manifest signature does not verify; the anchor kept elsewhere refuses it."""
 
     exit_code = 3
 

@@ -27,7 +27,9 @@ import fcntl
 import os
 import re
 import socket
+import stat
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -42,17 +44,26 @@ from harness.errors import (
     NoSpaceError,
     ShortWriteError,
     StoreError,
+    TamperError,
+    UnsafeFileError,
     WriterLockedError,
 )
+from harness.safeio import READ_FLAGS, check_regular
 
 __all__ = [
     "BLOBS",
+    "DIRECTORIES",
     "EVIDENCE",
     "HEAD",
     "HEAD_TMP",
     "JOURNAL",
+    "LIMITS",
     "LOCK_COPY",
     "MANIFEST",
+    "MANIFEST_SIG",
+    "MAX_BLOB",
+    "MAX_LOG",
+    "MAX_SMALL",
     "MANIFEST_TMP",
     "RECORDS",
     "SCHEDULE_COPY",
@@ -82,12 +93,38 @@ MANIFEST: Final = "MANIFEST"
 MANIFEST_TMP: Final = "MANIFEST.tmp"
 WRITER_LOCK: Final = "writer.lock"
 EVIDENCE: Final = "evidence"
+MANIFEST_SIG: Final = "MANIFEST.sig"
+
+# Size bounds, checked with fstat before a byte is read (a hostile store may hold /dev/zero,
+# a FIFO or a sparse multi-GB file under any of these names). Generous: the 576-cell study
+# writes about 3 MB of records, 2 MB of journal and blobs of a few KiB.
+MAX_LOG: Final = 1 << 30
+MAX_BLOB: Final = 64 << 20
+MAX_SMALL: Final = 1 << 16
+LIMITS: Final = {
+    RECORDS: MAX_LOG,
+    JOURNAL: MAX_LOG,
+    HEAD: MAX_SMALL,
+    HEAD_TMP: MAX_SMALL,
+    MANIFEST: MAX_SMALL,
+    MANIFEST_TMP: MAX_SMALL,
+    MANIFEST_SIG: MAX_SMALL,
+    WRITER_LOCK: MAX_SMALL,
+    LOCK_COPY: 64 << 20,
+    SCHEDULE_COPY: 256 << 20,
+}
+"""Every regular file a store directory may hold at its top level, with its size bound."""
+DIRECTORIES: Final = frozenset({BLOBS, EVIDENCE})
+"""Every directory a store directory may hold at its top level."""
 
 _HEX_LEN: Final = 64
 _HEX: Final = re.compile(rb"[0-9a-f]{64}")
 _LINE_START: Final = re.compile(rb"(?=[0-9a-f]{64} )")
 _BLOB_NAME: Final = re.compile(r"[0-9a-f]{64}")
 _HEX_RUN: Final = re.compile(r"[0-9a-f]*")
+_LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_LOCK_TRIES: Final = 50
+_LOCK_PAUSE_S: Final = 0.005
 
 
 # --- line format ------------------------------------------------------------------------------
@@ -425,39 +462,69 @@ class WriterLock:
     def acquire(cls, path: Path, store: Path) -> WriterLock:
         """Take the lock or raise.
 
+        The lock file is opened without following a symbolic link and must be a regular file
+        owned by the store directory's owner: a planted link cannot make the writer create or
+        truncate a file outside the store. A reader checking for a writer holds a shared lock
+        for a moment; the exclusive lock is retried briefly so such a check never refuses a
+        writer, while a real writer (which holds the lock for the whole run) still is.
+
         Raises:
             WriterLockedError: another process holds it (the message names the holder).
+            TamperError: the lock file is a symbolic link, not a regular file, or foreign.
             StoreError: the lock file cannot be opened.
         """
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            owner = os.stat(path.parent).st_uid
+            fd = os.open(path, _LOCK_FLAGS, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TamperError(
+                    f"{WRITER_LOCK} of {store} is a symbolic link; the store is refused"
+                ) from e
             raise StoreError(f"cannot open the writer lock of {store}: {e.strerror}") from e
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            try:
-                holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-            finally:
-                os.close(fd)
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise StoreError(f"cannot lock {store}: {e.strerror}") from e
-            raise WriterLockedError(
-                f"store {store} is held by another writer: {holder or 'holder not yet named'}"
-            ) from None
+            check_regular(fd, f"{WRITER_LOCK} of {store}", MAX_SMALL, owner)
+            cls._lock(fd, store)
+        except UnsafeFileError as e:
+            os.close(fd)
+            raise TamperError(f"{e}; the store is refused") from e
+        except BaseException:
+            os.close(fd)
+            raise
         holder_line = f"pid {os.getpid()} on host {socket.gethostname()}\n".encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder_line, 0)
         return cls(fd, path)
 
     @staticmethod
-    def holder(path: Path) -> str | None:
-        """Who holds the lock at ``path`` now (None when free or absent); takes nothing."""
+    def _lock(fd: int, store: Path) -> None:
+        for attempt in range(_LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise StoreError(f"cannot lock {store}: {e.strerror}") from e
+                if attempt + 1 < _LOCK_TRIES:
+                    time.sleep(_LOCK_PAUSE_S)
+        holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+        raise WriterLockedError(
+            f"store {store} is held by another writer: {holder or 'holder not yet named'}"
+        )
+
+    @staticmethod
+    def holder(path: Path, *, dir_fd: int | None = None) -> str | None:
+        """Who holds the lock at ``path`` now (None when free, absent or not a regular file).
+
+        Takes a shared lock for a moment (``acquire`` retries past it); never follows a link.
+        """
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None
+            fd = os.open(path, READ_FLAGS, dir_fd=dir_fd)
+        except OSError:
+            return None  # absent, or a link the scan refuses on its own
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:

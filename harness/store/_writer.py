@@ -426,7 +426,7 @@ class RunStore:
         result_type: type[Any] | None,
         attempt_type: type[Any] | None,
     ) -> Resumed:
-        found = scan(root)
+        found = scan(root, held=True)
         report = found.report
         if report.status is VerifyStatus.TAMPER:
             raise TamperError(

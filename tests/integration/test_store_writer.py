@@ -243,6 +243,9 @@ def test_store_attempt_misuse_is_refused(writer: RunStore) -> None:
     with pytest.raises(RecordInvalidError, match="is not a blob digest"):
         writer.commit_cell(0, {}, [], blobs=["sha256:00"])
     writer.commit_cell(0, {}, [])
+    # The writer is still open: a reader sees its committed prefix as in progress.
+    assert verify_store(writer.root).status is VerifyStatus.IN_PROGRESS
+    writer.close()
     assert verify_store(writer.root).status is VerifyStatus.OK
 
 
