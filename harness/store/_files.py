@@ -122,6 +122,7 @@ _HEX: Final = re.compile(rb"[0-9a-f]{64}")
 _LINE_START: Final = re.compile(rb"(?=[0-9a-f]{64} )")
 _BLOB_NAME: Final = re.compile(r"[0-9a-f]{64}")
 _HEX_RUN: Final = re.compile(r"[0-9a-f]*")
+_NO_FOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _LOCK_TRIES: Final = 50
 _LOCK_PAUSE_S: Final = 0.005
@@ -304,9 +305,11 @@ class FileOps:
             return False
         raise OSError(code, os.strerror(code), str(src))
 
-    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
-        """``os.open``."""
-        return os.open(path, flags, mode)
+    def open(
+        self, path: Path | str, flags: int, mode: int = 0o644, dir_fd: int | None = None
+    ) -> int:
+        """``os.open`` (relative to ``dir_fd`` when given)."""
+        return os.open(path, flags, mode, dir_fd=dir_fd)
 
     def write(self, fd: int, data: bytes) -> int:
         """``os.write``: one call, the count the kernel accepted."""
@@ -316,9 +319,9 @@ class FileOps:
         """``os.fsync``."""
         os.fsync(fd)
 
-    def rename(self, src: Path, dst: Path) -> None:
-        """``os.rename``."""
-        os.rename(src, dst)
+    def rename(self, src: Path | str, dst: Path | str, dir_fd: int | None = None) -> None:
+        """``os.rename`` (both names relative to ``dir_fd`` when given)."""
+        os.rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
     def truncate(self, fd: int, length: int) -> None:
         """``os.ftruncate``."""
@@ -345,11 +348,14 @@ class Durable:
             return FsyncError(f"fsync of {what} failed: {detail}; the writer stops (not retried)")
         return DurabilityError(f"{action} {what} failed: {detail}; the writer stops")
 
-    def open(self, path: Path, flags: int, what: str) -> int:
-        """Open ``path``; failure is a DurabilityError."""
+    def open(self, path: Path | str, flags: int, what: str, dir_fd: int | None = None) -> int:
+        """Open ``path`` without following a link at its last component; failure is a
+        DurabilityError (a planted link is refused as tamper)."""
         try:
-            return self.ops.open(path, flags)
+            return self.ops.open(path, flags | _NO_FOLLOW, dir_fd=dir_fd)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TamperError(f"{what} is a symbolic link; the store is refused") from e
             raise self._failure(e, "opening", what) from e
 
     def write_all(self, fd: int, data: bytes, what: str) -> None:
@@ -372,7 +378,11 @@ class Durable:
 
     def fsync_dir(self, path: Path) -> None:
         """fsync a directory so a created, renamed or removed entry is durable."""
-        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY, f"directory {path.name}")
+        # Only fsynced, never written through: a directory the user named may be a link.
+        try:
+            fd = self.ops.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            raise self._failure(e, "opening", f"directory {path.name}") from e
         try:
             self.fsync(fd, f"directory {path.name}")
         finally:
@@ -385,12 +395,13 @@ class Durable:
         except OSError as e:
             raise self._failure(e, "closing", "a store file") from e
 
-    def rename(self, src: Path, dst: Path) -> None:
-        """Rename ``src`` over ``dst``."""
+    def rename(self, src: Path | str, dst: Path | str, dir_fd: int | None = None) -> None:
+        """Rename ``src`` over ``dst`` (both relative to ``dir_fd`` when given)."""
         try:
-            self.ops.rename(src, dst)
+            self.ops.rename(src, dst, dir_fd=dir_fd)
         except OSError as e:
-            raise self._failure(e, "renaming", f"{src.name} to {dst.name}") from e
+            names = f"{os.path.basename(src)} to {os.path.basename(dst)}"
+            raise self._failure(e, "renaming", names) from e
 
     def truncate(self, fd: int, length: int, what: str) -> None:
         """Cut a file to ``length`` bytes."""
