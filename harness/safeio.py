@@ -27,6 +27,7 @@ __all__ = [
     "READ_FLAGS",
     "READ_FLAGS_FOLLOW",
     "check_regular",
+    "file_kind",
     "open_dir",
     "read_fd",
     "read_input",
@@ -42,7 +43,8 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
 _CHUNK: Final = 1 << 16
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` is, in words (``a FIFO``, ``a device``, ...)."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):
@@ -78,7 +80,7 @@ def open_dir(path: str | os.PathLike[str], *, dir_fd: int | None = None, follow:
             except OSError:
                 mode = 0
             raise UnsafeFileError(
-                f"{os.fspath(path)} is {_kind(mode)}, expected a directory",
+                f"{os.fspath(path)} is {file_kind(mode)}, expected a directory",
                 kind="symlink" if stat.S_ISLNK(mode) else "type",
             ) from e
         raise
@@ -92,7 +94,7 @@ def check_regular(fd: int, what: str, limit: int, owner: int | None = None) -> i
     """
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFileError(f"{what} is {_kind(st.st_mode)}, not a regular file", kind="type")
+        raise UnsafeFileError(f"{what} is {file_kind(st.st_mode)}, not a regular file", kind="type")
     if owner is not None and st.st_uid != owner:
         raise UnsafeFileError(
             f"{what} is owned by uid {st.st_uid}, expected uid {owner}", kind="owner"

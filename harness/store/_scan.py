@@ -44,7 +44,7 @@ from harness.canonical import (
     domain_prefix,
 )
 from harness.errors import StoreError, StoreNotFoundError, UnsafeFileError
-from harness.safeio import READ_FLAGS, check_regular, open_dir, read_regular
+from harness.safeio import READ_FLAGS, check_regular, file_kind, open_dir, read_regular
 from harness.store._files import (
     BLOBS,
     DIRECTORIES,
@@ -366,7 +366,7 @@ class _Scanner:
             if folder or entry.name in LIMITS:
                 self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a directory, not a file")
         elif not stat.S_ISREG(mode):
-            self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a special file; refused")
+            self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is {file_kind(mode)}; refused")
         elif entry.name in DIRECTORIES and not folder:
             self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a file, not a directory")
 
