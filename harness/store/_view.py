@@ -108,7 +108,9 @@ def check_store_for_run(
     """
     root = Path(root)
     if not root.exists() or (root.is_dir() and not any(root.iterdir())):
-        return StoreCheck(state=StoreState.NEW, cells=0, reason=f"{root}: new store")
+        # No path in the reason: preflight keeps it in the store, where the same inputs must
+        # give the same bytes wherever the store lives.
+        return StoreCheck(state=StoreState.NEW, cells=0, reason="new store")
     # A second writer is refused with the holder's name before anything is verified.
     holder = WriterLock.holder(root / WRITER_LOCK) if root.is_dir() else None
     if holder is not None:
@@ -135,7 +137,7 @@ def check_store_for_run(
         state=StoreState.PREFIX,
         cells=report.cells,
         reason=(
-            f"{root}: verified prefix of {report.cells}/{report.schedule_rows} cells bound to "
+            f"verified prefix of {report.cells}/{report.schedule_rows} cells bound to "
             f"this lock and schedule{repair}"
         ),
     )

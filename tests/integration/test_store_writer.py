@@ -394,7 +394,7 @@ def test_store_preflight_check(tmp_path: Path) -> None:
     digests = {"lock_digest": lock_digest(LOCK), "schedule_digest": schedule_digest(ROWS)}
     root = tmp_path / "run"
     check = check_store_for_run(root, **digests)
-    assert (check.state, bool(check), check.reason) == (StoreState.NEW, True, f"{root}: new store")
+    assert (check.state, bool(check), check.reason) == (StoreState.NEW, True, "new store")
     root.mkdir()
     assert check_store_for_run(root, **digests).state is StoreState.NEW
     root.rmdir()
