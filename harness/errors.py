@@ -201,8 +201,12 @@ class FinalizeError(StoreError):
     """The store cannot be finalized (cells missing, torn tail, attempts open)."""
 
 
-class DurabilityError(StoreError):
-    """A write or fsync failed; the writer has stopped and will not retry."""
+class DurabilityError(StoreError, InfrastructureError):
+    """A write or fsync failed; the writer has stopped and will not retry.
+
+    An infrastructure failure (exit 75): what is committed stays, the cell in flight is not,
+    the store is not finalized, and resume continues it once the disk is usable again.
+    """
 
 
 class FsyncError(DurabilityError):

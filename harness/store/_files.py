@@ -343,7 +343,10 @@ class Durable:
     def _failure(e: OSError, action: str, what: str) -> DurabilityError:
         detail = e.strerror or str(e)
         if e.errno == errno.ENOSPC:
-            return NoSpaceError(f"no space left while {action} {what}: {detail}")
+            return NoSpaceError(
+                f"no space left while {action} {what}: {detail}; the writer stops, committed "
+                "cells are kept: free space, then resume the store"
+            )
         if action == "fsyncing":
             return FsyncError(f"fsync of {what} failed: {detail}; the writer stops (not retried)")
         return DurabilityError(f"{action} {what} failed: {detail}; the writer stops")
@@ -366,7 +369,8 @@ class Durable:
             raise self._failure(e, "writing", what) from e
         if written != len(data):
             raise ShortWriteError(
-                f"short write to {what}: {written} of {len(data)} bytes; the writer stops"
+                f"short write to {what}: {written} of {len(data)} bytes (disk full?); the "
+                "writer stops, committed cells are kept: free space, then resume the store"
             )
 
     def fsync(self, fd: int, what: str) -> None:
