@@ -446,7 +446,11 @@ def render_audit(report: AuditReport) -> str:
     out = [
         f"store: {report.store_status} ({report.store_code}): {report.store_reason}",
         f"cells: {report.cells}/{report.schedule_rows}"
-        + (f", finalized (manifest {report.manifest_digest})" if report.finalized else ""),
+        + (
+            f", finalized (manifest {report.manifest_digest})"
+            if report.finalized
+            else ", not finalized (no manifest pins this store)"
+        ),
     ]
     if report.simulated_only:
         out.append("provider: simulated only (results of a simulation, not of a language model)")

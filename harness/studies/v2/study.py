@@ -298,7 +298,11 @@ def status_lines(store_dir: Path) -> list[str]:
         f"store: {store_dir}",
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
-        + (f"; finalized, manifest {report.manifest_digest}" if report.finalized else ""),
+        + (
+            f"; finalized, manifest {report.manifest_digest}"
+            if report.finalized
+            else "; not finalized, manifest none"
+        ),
         f"attempts journaled but not bound to a record: {report.pending_attempts}",
     ]
     if any(r.simulated for r in results):
