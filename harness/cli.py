@@ -19,6 +19,7 @@ from harness._evidence_cli import COMMANDS as EVIDENCE_COMMANDS
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
+from harness.safeio import read_input_head
 from harness.sandbox._cli import sandbox_group
 from harness.store._cli import store_group
 from harness.studies._static_cli import add_static_commands
@@ -90,7 +91,9 @@ def main(log_json: bool) -> None:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        data = path.read_bytes()
+        # Bounded and regular files only (a FIFO or /dev/zero is refused before it is read);
+        # a file over the verifier's input bound is still handed on for it to judge.
+        data = read_input_head(path, ect.MAX_INPUT_BYTES, what)
     except OSError as e:
         raise InputError(f"cannot read {what} file {str(path)!r}: {e.strerror}") from e
     if len(data) > ect.MAX_INPUT_BYTES:

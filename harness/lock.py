@@ -41,6 +41,7 @@ from harness.providers.config import (
     GenerationConfig,
     config_digest,
 )
+from harness.safeio import MAX_READ, read_input
 
 __all__ = [
     "COVERED_FILES",
@@ -167,7 +168,7 @@ def file_digest(role: FileRole | None, data: bytes) -> str:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path, MAX_READ, what)
     except FileNotFoundError as e:
         raise CoveredFileMissingError(
             f"the study lock covers {what}, which does not exist at {path}"
@@ -294,7 +295,7 @@ def read_lock(path: Path) -> tuple[StudyLock, bytes]:
         StudyLockError: the file is missing, unreadable or malformed.
     """
     try:
-        data = path.read_bytes()
+        data = read_input(path, MAX_READ, "study lock")
     except OSError as e:
         raise StudyLockError(f"cannot read the study lock {path}: {e.strerror}") from e
     return decode_lock(data, origin=str(path)), data

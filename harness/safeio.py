@@ -24,6 +24,7 @@ from typing import Final
 from harness.errors import UnsafeFileError
 
 __all__ = [
+    "MAX_READ",
     "READ_FLAGS",
     "READ_FLAGS_FOLLOW",
     "check_regular",
@@ -31,6 +32,7 @@ __all__ = [
     "open_dir",
     "read_fd",
     "read_input",
+    "read_input_head",
     "read_regular",
 ]
 
@@ -39,6 +41,9 @@ READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 """Flags of every bounded read of a name the caller did not choose (a file inside a store)."""
 READ_FLAGS_FOLLOW: Final = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC
 """Flags of a bounded read of a path the user named on the command line (links followed)."""
+MAX_READ: Final = 1 << 30
+"""The bound of a read nothing smaller applies to (1 GiB): no file the harness reads is near it,
+and a sparse multi-GB file or ``/dev/zero`` is refused before a byte is read."""
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
 _CHUNK: Final = 1 << 16
 
@@ -86,8 +91,10 @@ def open_dir(path: str | os.PathLike[str], *, dir_fd: int | None = None, follow:
         raise
 
 
-def check_regular(fd: int, what: str, limit: int, owner: int | None = None) -> int:
+def check_regular(fd: int, what: str, limit: int | None, owner: int | None = None) -> int:
     """``fstat`` an open descriptor: a regular file within ``limit`` bytes; return its size.
+
+    ``limit`` None checks the type (and owner) only, for a reader that bounds itself.
 
     Raises:
         UnsafeFileError: not a regular file, larger than ``limit``, or not owned by ``owner``.
@@ -99,7 +106,7 @@ def check_regular(fd: int, what: str, limit: int, owner: int | None = None) -> i
         raise UnsafeFileError(
             f"{what} is owned by uid {st.st_uid}, expected uid {owner}", kind="owner"
         )
-    if st.st_size > limit:
+    if limit is not None and st.st_size > limit:
         raise UnsafeFileError(
             f"{what} is {st.st_size} bytes, over the {limit}-byte bound", kind="size"
         )
@@ -172,3 +179,31 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
         OSError: the file cannot be opened or read (missing, permissions).
     """
     return read_regular(path, limit, follow=True, what=f"{what} file {str(path)!r}")
+
+
+def read_input_head(path: Path, limit: int, what: str) -> bytes:
+    """Read a file the user named, but at most ``limit + 1`` bytes of it.
+
+    For an input whose size its consumer judges (a verifier refusing inputs over ``limit`` with
+    its own reason code): a longer file yields ``limit + 1`` bytes, enough to be judged too
+    large, and never more. Links are followed; the file must be a regular file.
+
+    Raises:
+        UnsafeFileError: not a regular file (a FIFO, a device, a directory).
+        OSError: the file cannot be opened or read.
+    """
+    label = f"{what} file {str(path)!r}"
+    fd = os.open(path, READ_FLAGS_FOLLOW)
+    try:
+        check_regular(fd, label, None)  # the type; the loop below bounds what is read
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

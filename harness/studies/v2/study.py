@@ -38,6 +38,7 @@ from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptRecord
 from harness.providers.selection import ProviderSelection, open_provider
+from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import RunStore, finalize_store, read_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
@@ -138,7 +139,7 @@ def _preflight(
 
 def _read_lock(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path, MAX_READ, "study lock")
     except OSError as e:
         raise V2StudyError(
             f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
