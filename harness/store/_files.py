@@ -9,8 +9,12 @@ Layout of a run directory::
     study.lock     byte copy of the study lock
     schedule.json  canonical bytes of the schedule (a JSON array of row objects)
     MANIFEST       the final seal, same line format (written by finalize)
+    MANIFEST.sig   optional SSH signature of MANIFEST (``harness store sign``); not hashed
     writer.lock    the exclusive writer lock; names its holder; not part of the evidence
     evidence/      torn tails cut on resume, kept aside
+
+Nothing in a store is followed: every file is opened without following a link and must be a
+regular file of the store directory's owner within its size bound (``LIMITS``).
 
 Every write the writer makes goes through ``FileOps``, the seam where tests inject a failing
 fsync, a short write or ENOSPC. Failures are translated into ``DurabilityError`` subclasses and
