@@ -478,10 +478,11 @@ class _Scanner:
                         except UnsafeFileError as e:
                             self._unsafe(e)
                         continue
-                    # A raw response is a few KiB: one read of the stated size, then one to
-                    # see the end (a blob is never appended to; a longer one is corrupt).
-                    data = read(fd, st.st_size or 1)
-                    if read(fd, 1):
+                    # A raw response is a few KiB: one read of one byte more than the stated
+                    # size (a blob is never appended to; a longer one is corrupt).
+                    size = st.st_size
+                    data = read(fd, size + 1)
+                    if len(data) > size:
                         data = b""  # grew after fstat: cannot hash to its name
                 finally:
                     close(fd)
