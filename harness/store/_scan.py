@@ -22,6 +22,13 @@ digest computed from the stored bytes, so whatever it accepts the checked path a
 the same state. At the first doubt the checked path takes over from that item on. Every hash is
 still recomputed and every blob still read and hashed; only the cost of each check differs.
 
+Reading: every file is opened relative to the store directory's descriptor without following a
+link, and must be a regular file of the directory's owner within its size bound before a byte of
+it is read; a link, a special file or an oversized file anywhere in the store is tamper
+(``UNSAFE_FILE``). The files a writer changes are read in the order that makes a consistent view
+(MANIFEST, HEAD, records, journal, then the blob listing); while a live writer holds the lock,
+the view ends where HEAD did and the verdict is ``in_progress`` unless the view itself fails.
+
 Scanning never writes. Repairs (cutting a torn tail) are the writer's, under the writer lock.
 """
 
