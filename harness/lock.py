@@ -44,13 +44,14 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
+from harness.canonical import Domain, canonical_bytes, check_strict_json, digest, digest_bytes
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
     GenerationConfig,
     config_digest,
 )
+from harness.resources import code_root, data_path
 from harness.safeio import MAX_READ, read_input
 
 __all__ = [
@@ -84,7 +85,8 @@ LOCK_SCHEMA: Final = "harness.study-lock.v1"
 DEFAULT_LOCK_PATH: Final = "schedules/study-lock.json"
 SOURCE_TREES: Final = ("harness", "preflight")
 PROMPTS_DIR: Final = "harness/prompts"
-_SKIP_DIRS: Final = frozenset({"__pycache__"})
+# harness/_data holds links to (in a wheel: copies of) files the lock covers one by one.
+_SKIP_DIRS: Final = frozenset({"__pycache__", "_data"})
 _SKIP_SUFFIXES: Final = (".pyc", ".pyo")
 
 Digest = Annotated[str, msgspec.Meta(pattern="^blake3:[0-9a-f]{64}$")]
@@ -186,7 +188,7 @@ class StudyLock(_Lock, frozen=True, kw_only=True):
 
 def project_root() -> Path:
     """The directory holding the ``harness`` package this process imported."""
-    return Path(__file__).resolve().parent.parent
+    return code_root()
 
 
 def file_digest(role: FileRole | None, data: bytes) -> str:
@@ -231,8 +233,13 @@ def tree_digest(files: dict[str, str]) -> str:
     return digest(Domain.SOURCE_TREE, dict(sorted(files.items())))
 
 
-def _locked_file(root: Path, role: FileRole, rel: str) -> LockedFile:
-    data = _read(root / rel, f"{role.value} {rel}")
+def _covered_path(root: Path | None, rel: str) -> Path:
+    # An explicit root is a checkout; otherwise this installation's data (checkout or wheel).
+    return root / rel if root is not None else data_path(rel)
+
+
+def _locked_file(root: Path | None, role: FileRole, rel: str) -> LockedFile:
+    data = _read(_covered_path(root, rel), f"{role.value} {rel}")
     return LockedFile(role=role, path=rel, size=len(data), digest=file_digest(role, data))
 
 
@@ -305,8 +312,11 @@ def build_lock(root: Path | None = None) -> StudyLock:
     for top in SOURCE_TREES:
         files = _tree_files(base, top)
         trees.append(LockedTree(path=top, digest=tree_digest(files), files=files))
-    covered = _prompt_files(base) + [_locked_file(base, role, rel) for role, rel in COVERED_FILES]
-    generation = study_generation_config(base)
+    data_root = None if root is None else base
+    covered = _prompt_files(base) + [
+        _locked_file(data_root, role, rel) for role, rel in COVERED_FILES
+    ]
+    generation = study_generation_config(root)
     return StudyLock(
         schema=LOCK_SCHEMA,
         trees=tuple(trees),
@@ -330,17 +340,18 @@ def study_generation_config(root: Path | None = None) -> GenerationConfig:
         CoveredFileMissingError: the lock covers no study config, or it does not exist.
         StudyLockError: the study config holds no valid generation config.
     """
-    base = (root if root is not None else project_root()).resolve()
+    base = None if root is None else root.resolve()
     rel = next((path for role, path in COVERED_FILES if role is FileRole.STUDY_CONFIG), None)
     if rel is None:
         raise CoveredFileMissingError("the study lock covers no study config")
-    data = _read(base / rel, f"{FileRole.STUDY_CONFIG.value} {rel}")
+    data = _read(_covered_path(base, rel), f"{FileRole.STUDY_CONFIG.value} {rel}")
     try:
+        check_strict_json(data)
         document = msgspec.json.decode(data, type=dict[str, Any])
         return msgspec.convert(document["generation_config"], GenerationConfig, strict=True)
     except KeyError as e:
         raise StudyLockError(f"the study config {rel} names no generation_config") from e
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
         raise StudyLockError(f"the study config {rel} holds no valid generation config: {e}") from e
 
 
@@ -355,6 +366,10 @@ def decode_lock(data: bytes, *, origin: str) -> StudyLock:
     Raises:
         StudyLockError: the bytes are not a lock of this schema (unknown fields refused).
     """
+    try:
+        check_strict_json(data)
+    except ValueError as e:
+        raise StudyLockError(f"study lock {origin} is not strict JSON: {e}") from e
     try:
         return msgspec.json.decode(data, type=StudyLock)
     except msgspec.ValidationError as e:

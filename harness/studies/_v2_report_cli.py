@@ -12,7 +12,7 @@ import click
 
 from harness.canonical import is_digest
 from harness.errors import AnchorMismatchError, InputError
-from harness.lock import project_root
+from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2_report import REPORT_DIR, build_report, write_report
 
@@ -49,7 +49,7 @@ def v2_report_cmd(
     """Table 4, H2-H4, strata and paired deltas, recomputed from the store alone."""
     if expected is not None and not is_digest(expected):
         raise InputError(f"--expect-manifest {expected!r} is not a digest `blake3:<64 hex>`")
-    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     bundle = build_report(store, config)
     if expected is not None:
         found = bundle.document.store.manifest_digest
