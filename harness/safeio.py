@@ -122,13 +122,17 @@ def read_fd(fd: int, what: str, limit: int, owner: int | None = None) -> bytes:
     size = check_regular(fd, what, limit, owner)
     # One read of the stated size, then reads until end of file: a file that is still being
     # appended to may hold more than fstat said, but never more than the bound.
-    chunks = [os.read(fd, max(size, 1))]
-    total = len(chunks[0])
-    while chunks[-1]:
-        chunk = os.read(fd, min(_CHUNK, limit + 1 - total) or 1)
-        total += len(chunk)
+    data = os.read(fd, max(size, 1))
+    chunk = os.read(fd, min(_CHUNK, limit + 1 - len(data)) or 1) if data else b""
+    if not chunk:
+        return data  # the common case: no copy of what was read
+    chunks = [data, chunk]
+    total = len(data) + len(chunk)
+    while chunk:
         if total > limit:
             raise UnsafeFileError(f"{what} grew past the {limit}-byte bound", kind="size")
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - total) or 1)
+        total += len(chunk)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -34,6 +34,7 @@ Scanning never writes. Repairs (cutting a torn tail) are the writer's, under the
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from harness.canonical import (
     domain_prefix,
 )
 from harness.errors import StoreError, StoreNotFoundError, UnsafeFileError
-from harness.safeio import READ_FLAGS, check_regular, file_kind, open_dir, read_regular
+from harness.safeio import READ_FLAGS, check_regular, file_kind, open_dir, read_fd, read_regular
 from harness.store._files import (
     BLOBS,
     DIRECTORIES,
@@ -213,6 +214,9 @@ class _FastEnd(_FastEntry, tag="end", frozen=True, kw_only=True):
 
 _ScanCell: TypeAlias = "_CellView | _FastCell"
 
+_BLOB_FIRST_READ: Final = 1 << 16
+"""One read takes a whole blob up to this size (raw responses are a few KiB); a blob that fills
+it is checked (type, owner, size bound) before the rest is read."""
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
 _CELL: Final = msgspec.json.Decoder(CellRecord)
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)
@@ -455,58 +459,67 @@ class _Scanner:
         hasher = blake3.blake3()  # reset per blob: cheaper than a new one
         reset, update, finish = hasher.reset, hasher.update, hasher.digest
         found = self.s.blobs
-        owner = self.owner
         try:
-            # Thousands of small files: openat and small reads, no path objects, no calls
-            # per blob beyond the system calls and the hash. Each is opened without following
-            # a link and checked (type, owner, size) before it is read.
+            # Thousands of small files: openat and one read each, no path objects, no calls per
+            # blob beyond the system calls and the hash. A blob is opened without following a
+            # link (a link fails to open) and never blocks (O_NONBLOCK: a FIFO reads as empty).
+            # Whatever is not a regular file cannot pass as a blob: it fails to open (a socket),
+            # fails to read (a folder), fills the first buffer (a device such as /dev/zero) or
+            # does not hash to its name (a FIFO, /dev/null); each of those is then examined
+            # with fstat and refused by its type, before anything more is read. A blob that
+            # fills the first buffer is checked (type, owner, size bound) before reading on.
+            # A folder only its owner can write holds only its owner's (or root's) files, so
+            # the owner is checked per file only when others could write the folder.
+            folder = os.fstat(dir_fd)
+            per_file_owner = folder.st_uid != self.owner or bool(folder.st_mode & 0o022)
             names = os.listdir(dir_fd)
             names.sort()
             every_name_a_blob = len(blob_names(names)) == len(names)
-            open_, read, close, fstat = os.open, os.read, os.close, os.fstat
-            isreg, flags, limit = stat.S_ISREG, READ_FLAGS, MAX_BLOB
+            open_, read, close, flags = os.open, os.read, os.close, READ_FLAGS
+            first = _BLOB_FIRST_READ
             for name in names:
+                where = f"{BLOBS}/{name[:16]}"
                 try:
                     fd = open_(name, flags, dir_fd=dir_fd)
                 except FileNotFoundError:
-                    continue
+                    continue  # a temp file a live writer renamed meanwhile
                 except OSError as e:
-                    self._tamper(
-                        VerifyCode.UNSAFE_FILE,
-                        f"{BLOBS}/{name[:16]} cannot be opened as a file "
-                        f"({e.strerror}); a store holds only its own regular files",
-                    )
+                    self._unopenable(where, e)
                     continue
                 try:
-                    st = fstat(fd)
-                    if not isreg(st.st_mode) or st.st_uid != owner or st.st_size > limit:
-                        try:
-                            check_regular(fd, f"{BLOBS}/{name[:16]}", limit, owner)
-                        except UnsafeFileError as e:
-                            self._unsafe(e)
+                    if per_file_owner:
+                        check_regular(fd, where, MAX_BLOB, self.owner)
+                    data = read(fd, first)
+                    if len(data) == first:  # a large blob, or a device
+                        data += read_fd(fd, where, MAX_BLOB, self.owner)
+                    if not every_name_a_blob and not is_blob_name(name):
+                        continue  # temp file of an interrupted put; never referenced
+                    # The name is the hex digest of the content (a blob's name is its digest).
+                    reset()
+                    update(prefix + data)
+                    if finish().hex() == name:
+                        found.add(DIGEST_PREFIX + name)
                         continue
-                    # A raw response is a few KiB: one read of one byte more than the stated
-                    # size (a blob is never appended to; a longer one is corrupt).
-                    size = st.st_size
-                    data = read(fd, size + 1)
-                    if len(data) > size:
-                        data = b""  # grew after fstat: cannot hash to its name
-                finally:
-                    close(fd)
-                if not every_name_a_blob and not is_blob_name(name):
-                    continue  # temp file of an interrupted put; never referenced
-                # The name is the hex digest of the content (a blob's name is its digest).
-                reset()
-                update(prefix + data)
-                if finish().hex() == name:
-                    found.add(DIGEST_PREFIX + name)
-                else:
+                    check_regular(fd, where, MAX_BLOB, self.owner)  # names a FIFO or device
                     self._tamper(
                         VerifyCode.BLOB_CORRUPT,
                         f"blob {name[:12]}... does not hash to its name (content changed)",
                     )
+                except UnsafeFileError as e:
+                    self._unsafe(e)
+                except OSError as e:
+                    self._unopenable(where, e)
+                finally:
+                    close(fd)
         finally:
             os.close(dir_fd)
+
+    def _unopenable(self, where: str, error: OSError) -> None:
+        if error.errno == errno.ELOOP:
+            reason = f"{where} is a symbolic link; refused"
+        else:
+            reason = f"{where} cannot be read as a file ({error.strerror}); refused"
+        self._tamper(VerifyCode.UNSAFE_FILE, reason)
 
     # --- journal ------------------------------------------------------------------------------
 
