@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import TamperError
+from harness.lock import project_root, write_lock
 from harness.store import (
     RunStore,
     VerifyCode,
@@ -27,6 +28,7 @@ from harness.store import (
     read_blob,
     verify_store,
 )
+from harness.studies.v2.schedule import canonical_schedule
 
 LOCK = b"study lock for hostile-store tests\n"
 ROWS = [{"cell": i} for i in range(4)]
@@ -239,3 +241,33 @@ def test_store_file_of_another_owner_is_refused(store: Path) -> None:
     report = verify_store(store)
     assert (report.status, report.code) == (VerifyStatus.TAMPER, VerifyCode.UNSAFE_FILE)
     assert "owned by uid 12345" in report.reason
+
+
+def test_v2_resume_of_a_store_with_planted_links_writes_nothing_outside(
+    tmp_path: Path, outside: Path
+) -> None:
+    """Through the command line: ``harness v2 resume`` on a V2 store whose writer.lock, HEAD.tmp
+    and evidence/ are links to outside refuses in one line and creates or changes nothing there."""
+    lock = tmp_path / "study-lock.json"
+    write_lock(lock, project_root())
+    store = tmp_path / "v2"
+    RunStore.create(store, lock.read_bytes(), canonical_schedule()).close()
+    (store / "writer.lock").unlink()
+    (store / "writer.lock").symlink_to(outside / "precious")
+    (store / "HEAD.tmp").unlink(missing_ok=True)
+    (store / "HEAD.tmp").symlink_to(outside / "created-by-attack")
+    (store / "evidence").symlink_to(outside, target_is_directory=True)
+    with (store / "records.log").open("ab") as f:
+        f.write(b"0" * 64 + b' {"torn')
+    before = snapshot(outside)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "v2", "resume", str(store), "--lock", str(lock)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "UNSAFE_FILE" in done.stderr.splitlines()[-1]
+    assert snapshot(outside) == before
