@@ -25,7 +25,7 @@ def test_audit_cli_clean_store(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("provider: simulated only")
-    assert lines[1].startswith("store: ok (OK)")
+    assert lines[1].startswith("store: ok (NOT_FINALIZED)")
     assert result.stdout.rstrip().endswith("audit passed")
     result = CliRunner().invoke(main, ["audit", str(tmp_path / "run"), "--json"])
     report = json.loads(result.stdout)

@@ -133,6 +133,7 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "cells": view.report.cells,
             "schedule_rows": view.report.schedule_rows,
             "finalized": view.report.finalized,
+            "manifest": view.report.manifest_digest,
             "simulated": any(r.simulated for r in results),
             "provider": msgspec.to_builtins(stored_identity(view)),
             "pipelines": summary_rows(results),

@@ -62,6 +62,7 @@ from harness.providers.selection import (
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
+from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import (
     RunStore,
@@ -178,7 +179,7 @@ def _preflight(
 
 def _read_lock(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path, MAX_READ, "study lock")
     except OSError as e:
         raise V2StudyError(
             f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
@@ -530,7 +531,11 @@ def status_lines(store_dir: Path) -> list[str]:
         provider_line(view, results),
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
-        + (f"; finalized, manifest {report.manifest_digest}" if report.finalized else ""),
+        + (
+            f"; finalized, manifest {report.manifest_digest}"
+            if report.finalized
+            else "; not finalized, manifest none"
+        ),
         f"attempts journaled but not bound to a record: {report.pending_attempts}",
     ]
     lines.append(
