@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -15,16 +16,9 @@ import click
 import msgspec
 
 from harness import ect
-from harness._evidence_cli import COMMANDS as EVIDENCE_COMMANDS
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
-from harness.sandbox._cli import sandbox_group
-from harness.store._cli import store_group
-from harness.studies._static_cli import add_static_commands
-from harness.studies._v2_report_cli import v2_report_cmd
-from harness.studies.v2._cli import v2_group
-from harness.worlds._cli import COMMANDS as WORLDS_COMMANDS
 
 __all__ = ["main"]
 
@@ -41,8 +35,122 @@ _SCHEMAS: Final[dict[str, Any]] = {
 }
 
 
+def _static_group() -> click.Group:
+    from harness.studies._static_cli import add_static_commands
+    from harness.worlds._cli import static_group
+
+    root = click.Group()
+    root.add_command(static_group)
+    add_static_commands(root)  # static run, static report beside static export
+    return static_group
+
+
+def _v2_group() -> click.Group:
+    from harness.studies._v2_report_cli import v2_report_cmd
+    from harness.studies.v2._cli import v2_group
+
+    v2_group.add_command(v2_report_cmd)
+    return v2_group
+
+
+def _audit() -> click.Command:
+    from harness._evidence_cli import audit_cmd
+
+    return audit_cmd
+
+
+def _export() -> click.Command:
+    from harness._evidence_cli import export_cmd
+
+    return export_cmd
+
+
+def _lock() -> click.Command:
+    from harness._evidence_cli import lock_cmd
+
+    return lock_cmd
+
+
+def _preflight() -> click.Command:
+    from preflight._cli import preflight_cmd
+
+    return preflight_cmd
+
+
+def _replay() -> click.Command:
+    from harness._evidence_cli import replay_cmd
+
+    return replay_cmd
+
+
+def _sandbox() -> click.Command:
+    from harness.sandbox._cli import sandbox_group
+
+    return sandbox_group
+
+
+def _store() -> click.Command:
+    from harness.store._cli import store_group
+
+    return store_group
+
+
+def _tasks() -> click.Command:
+    from harness.worlds._cli import tasks_group
+
+    return tasks_group
+
+
+def _worlds() -> click.Command:
+    from harness.worlds._cli import worlds_group
+
+    return worlds_group
+
+
+# Subcommands load on first use, so `harness verify` and `harness --help` import only the core
+# (no trio, numpy, matplotlib or google-genai). name -> (loader, one-line help for --help).
+_LAZY: Final[dict[str, tuple[Callable[[], click.Command], str]]] = {
+    "audit": (_audit, "Audit a run store's chain and every provider attempt."),
+    "export": (_export, "Write a shareable bundle of a run store."),
+    "lock": (_lock, "Write or check the study lock."),
+    "preflight": (_preflight, "Run the path-bound preflight checks."),
+    "replay": (_replay, "Recompute a store's decisions and reports offline."),
+    "sandbox": (_sandbox, "Probe, describe and use the tool sandbox."),
+    "static": (_static_group, "The static study: snapshot export, run and report."),
+    "store": (_store, "Verify, inspect and finalize run stores."),
+    "tasks": (_tasks, "List the admitted benchmark tasks."),
+    "v2": (_v2_group, "The V2 closed-loop study: run, resume, status, report."),
+    "worlds": (_worlds, "Inspect the generated worlds."),
+}
+
+
 class _Main(click.Group):
-    """Maps HarnessError to one stderr line and its exit code."""
+    """Loads subcommands lazily; maps HarnessError to one stderr line and its exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in _LAZY:
+            return command
+        command = _LAZY[cmd_name][0]()
+        self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The one-line helps of lazy commands come from _LAZY, so --help imports nothing more.
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            if name in _LAZY:
+                rows.append((name, _LAZY[name][1]))
+                continue
+            command = super().get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -137,14 +245,3 @@ def schema_cmd(kind: str) -> None:
     """Print the JSON Schema of a verifier input, so other agent loops can produce them."""
     schema = msgspec.json.schema(_SCHEMAS[kind])
     click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())
-
-
-main.add_command(store_group)
-main.add_command(sandbox_group)
-for _command in WORLDS_COMMANDS:  # worlds show, tasks list, static export
-    main.add_command(_command)
-for _evidence in EVIDENCE_COMMANDS:  # lock, preflight, audit, replay, export
-    main.add_command(_evidence)
-add_static_commands(main)  # static run, static report
-main.add_command(v2_group)  # v2 run, resume, status
-v2_group.add_command(v2_report_cmd)  # v2 report

@@ -8,11 +8,13 @@ Each area adds its family here (store, sandbox, provider, ...), so there is one 
 from __future__ import annotations
 
 __all__ = [
+    "require_extra",
     "CredentialError",
     "GenerationConfigError",
     "HarnessError",
     "InfrastructureError",
     "InputError",
+    "MissingExtraError",
     "PromptBlindingError",
     "PromptTemplateError",
     "ProviderError",
@@ -88,6 +90,27 @@ class InfrastructureError(HarnessError):
 
 class InputError(HarnessError):
     """An input file is missing, unreadable or not what the command needs."""
+
+
+class MissingExtraError(HarnessError):
+    """The command needs an optional dependency group that is not installed."""
+
+    def __init__(self, extra: str, what: str) -> None:
+        super().__init__(f"{what} needs the [{extra}] extra: pip install 'ect-harness[{extra}]'")
+        self.extra = extra
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Raise MissingExtraError when ``module`` cannot be imported (it is then installed by
+    ``extra``); imports nothing itself beyond the check."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a missing parent package
+        found = False
+    if not found:
+        raise MissingExtraError(extra, what)
 
 
 class ProviderError(HarnessError):

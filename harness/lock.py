@@ -21,13 +21,23 @@ clock, so the same tree gives the same bytes anywhere. Digests: file bytes under
 ``study.source-tree.v1`` over its ``{path: digest}`` map; the generation config under
 ``study.config.v1``.
 
-This module reads files and writes the lock; it does not judge a run (``preflight`` does) and
-does not read the environment.
+It also records the environment that will produce results: the Python version and the
+installed version of every runtime dependency the ``ect-harness`` distribution declares (core
+and the ``gemini``/``plots`` extras; ``absent`` when not installed). A different interpreter or
+dependency version makes the lock stale like a changed file, so a store bound to the lock, and
+every report of it, names what produced it; the exact transitive set the project is tested with
+is ``requirements.lock``.
+
+This module reads files and installed-distribution metadata and writes the lock; it does not
+judge a run (``preflight`` does) and does not read environment variables.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -50,6 +60,7 @@ __all__ = [
     "SOURCE_TREES",
     "FileRole",
     "LockedConfig",
+    "LockedEnvironment",
     "LockedFile",
     "LockedTree",
     "StudyLock",
@@ -59,6 +70,7 @@ __all__ = [
     "decode_lock",
     "encode_lock",
     "file_digest",
+    "locked_environment",
     "project_root",
     "read_lock",
     "require_current",
@@ -134,13 +146,30 @@ class LockedConfig(_Lock, frozen=True, kw_only=True):
     config: dict[str, Any]
 
 
+class LockedEnvironment(_Lock, frozen=True, kw_only=True):
+    """The interpreter and the installed runtime dependencies (name -> version or ``absent``)."""
+
+    python: str
+    implementation: str
+    dependencies: dict[str, str]
+
+    def describe(self) -> str:
+        """One line: ``CPython 3.11.7; blake3 1.0.11, click 8.5.1, ...``."""
+        deps = ", ".join(f"{name} {version}" for name, version in sorted(self.dependencies.items()))
+        return f"{self.implementation} {self.python}; {deps}"
+
+
 class StudyLock(_Lock, frozen=True, kw_only=True):
-    """The whole lock. ``trees`` and ``files`` list exactly what it covers."""
+    """The whole lock. ``trees`` and ``files`` list exactly what it covers.
+
+    ``environment`` is None only in locks written before environments were recorded.
+    """
 
     schema: Literal["harness.study-lock.v1"]
     trees: tuple[LockedTree, ...]
     files: tuple[LockedFile, ...]
     generation_config: LockedConfig
+    environment: LockedEnvironment | None = None
 
     def file(self, role: FileRole) -> LockedFile:
         """The covered file with ``role`` (the first, for prompts).
@@ -218,6 +247,51 @@ def _prompt_files(root: Path) -> list[LockedFile]:
     return [_locked_file(root, FileRole.PROMPT, f"{PROMPTS_DIR}/{name}") for name in names]
 
 
+DISTRIBUTION: Final = "ect-harness"
+_RUNTIME_EXTRAS: Final = frozenset({"gemini", "plots"})
+_REQUIREMENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+_EXTRA_MARKER: Final = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_environment() -> LockedEnvironment:
+    """This interpreter and the installed version of every runtime dependency.
+
+    Raises:
+        StudyLockError: the ``ect-harness`` distribution is not installed (its metadata lists the
+            dependencies; ``scripts/test`` and ``pip install`` both install it).
+    """
+    try:
+        requirements = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError as e:
+        raise StudyLockError(
+            f"the {DISTRIBUTION} distribution is not installed, so its dependencies are unknown; "
+            "install the project (scripts/test does) and lock again"
+        ) from e
+    dependencies: dict[str, str] = {}
+    for requirement in requirements:
+        requirement_name, _, marker = requirement.partition(";")
+        extra = _EXTRA_MARKER.search(marker)
+        if extra is not None and extra.group(1) not in _RUNTIME_EXTRAS:
+            continue  # dev tools do not produce results
+        found = _REQUIREMENT_NAME.match(requirement_name.strip())
+        if found is None or _normalise(found.group(0)) == DISTRIBUTION:
+            continue
+        name = _normalise(found.group(0))
+        try:
+            dependencies[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            dependencies[name] = "absent"
+    return LockedEnvironment(
+        python=platform.python_version(),
+        implementation=platform.python_implementation(),
+        dependencies=dependencies,
+    )
+
+
 def build_lock(root: Path | None = None) -> StudyLock:
     """Build the lock of the project at ``root`` (default: this process's project).
 
@@ -241,6 +315,7 @@ def build_lock(root: Path | None = None) -> StudyLock:
             full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
             config=msgspec.to_builtins(generation),
         ),
+        environment=locked_environment(),
     )
 
 
@@ -362,6 +437,10 @@ def compare_locks(expected: StudyLock, found: StudyLock) -> list[str]:
             f"generation config is {expected.generation_config.digest} on disk, "
             f"{found.generation_config.digest} in the lock"
         )
+    if expected.environment != found.environment:
+        here = "unknown" if expected.environment is None else expected.environment.describe()
+        locked = "none" if found.environment is None else found.environment.describe()
+        lines.append(f"environment is {here} here, {locked} in the lock")
     if not lines:
         lines.append("the lock differs from the tree in its layout")
     return lines

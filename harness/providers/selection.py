@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar
 import click
 import msgspec
 
-from harness.errors import ProviderSelectionError
+from harness.errors import ProviderSelectionError, require_extra
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
 from harness.providers.kinds import ProviderName
@@ -65,6 +65,7 @@ def select_provider(
 
     Raises:
         ProviderSelectionError: when the options contradict each other or the URL is unusable.
+        MissingExtraError: gemini is asked for without the [gemini] extra installed.
     """
     if provider == ProviderName.SIMULATED.value:
         given = [
@@ -84,6 +85,7 @@ def select_provider(
         return ProviderSelection(provider=ProviderName.SIMULATED, base_url=None, credential=None)
     if provider != ProviderName.GEMINI.value:
         raise ProviderSelectionError(f"--provider must be simulated or gemini, not {provider!r}")
+    require_extra("google.genai", "gemini", "--provider gemini")
     if (credential_file is None) == (credential_env is None):
         raise ProviderSelectionError(
             "--provider gemini needs exactly one of --credential-file PATH or "
@@ -173,6 +175,7 @@ def open_provider(
     assert selection.credential is not None
     assert selection.base_url is not None
     # Imported here: the SDK takes about half a second to import, and simulated runs never need it.
+    require_extra("google.genai", "gemini", "--provider gemini")
     from harness.providers.gemini import GeminiProvider
 
     credential = load_credential(selection.credential, environ)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
+from harness.errors import require_extra
 from harness.studies.static_report import StaticResults
 
 __all__ = ["render_figure"]
@@ -18,6 +16,10 @@ __all__ = ["render_figure"]
 
 def render_figure(results: StaticResults) -> bytes:
     """PNG bytes: one horizontal bar per Table 2 policy, UCR in percent, 95% interval whiskers."""
+    require_extra("matplotlib", "plots", "the static study's figure (ucr.png)")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     rows = list(reversed(results.rows))  # first table row at the top
     labels = [row.label for row in rows]
     rates = [100 * row.ucr for row in rows]

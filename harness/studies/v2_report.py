@@ -27,11 +27,9 @@ from pathlib import Path
 from typing import Final, Literal
 
 import msgspec
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StudyLockError, StudyReportError
+from harness.errors import StudyLockError, StudyReportError, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
@@ -71,6 +69,9 @@ _SIMULATED_NOTE: Final = (
 )
 
 
+_NO_ENVIRONMENT: Final = "not recorded in the study lock"
+
+
 class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Which store a report was computed from."""
 
@@ -81,6 +82,7 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     schedule_rows: int
     manifest_digest: str | None
     config_digest: str
+    environment: str = _NO_ENVIRONMENT
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -183,6 +185,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     config, config_digest = bound_config(base, config_path)
     report = view.report
     lock_bytes = (base / "study.lock").read_bytes()
+    environment = decode_lock(lock_bytes, origin=f"{base}/study.lock").environment
     identity = StoreIdentity(
         lock_digest=store_lock_digest(lock_bytes),
         schedule_digest=report.schedule_digest or "",
@@ -191,6 +194,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         schedule_rows=report.schedule_rows,
         manifest_digest=report.manifest_digest,
         config_digest=config_digest,
+        environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
@@ -274,6 +278,8 @@ def render_markdown(document: ReportDocument) -> bytes:
         f"head {s.head}, manifest {s.manifest_digest or 'none (not finalized)'}.",
         "",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
+        "",
+        f"Environment (from the lock): {s.environment}.",
         "",
         f"Confirmatory scope: {a.primary_clusters} primary task clusters, "
         f"{a.primary_trajectories} trajectories; excluded trust-boundary clusters: "
@@ -400,6 +406,10 @@ def render_table4_tex(a: V2Analysis) -> bytes:
 
 def render_figure(a: V2Analysis) -> bytes:
     """``figure.png``: U and S rates per pipeline, counts on the bars."""
+    require_extra("matplotlib", "plots", "the V2 report's figure (figure.png)")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     rows = list(reversed(a.table4))
     labels = [row.label for row in rows]
     figure = Figure(figsize=(8.0, 3.2), dpi=150)

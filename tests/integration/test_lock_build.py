@@ -207,3 +207,48 @@ def test_lock_decode_refuses_unknown_fields_and_garbage(copy: Path) -> None:
         decode_lock(b"{", origin="x")
     with pytest.raises(StudyLockError, match=r"^cannot read the study lock"):
         read_lock(copy / "nope.json")
+
+
+def test_lock_records_this_interpreter_and_every_runtime_dependency(copy: Path) -> None:
+    import importlib.metadata
+    import platform
+
+    lock, _ = read_lock(copy / DEFAULT_LOCK_PATH)
+    assert lock.environment is not None
+    assert lock.environment.python == platform.python_version()
+    deps = lock.environment.dependencies
+    # Core and the runtime extras; never the dev tools.
+    for name in ("trio", "msgspec", "blake3", "structlog", "click", "numpy"):
+        assert deps[name] == importlib.metadata.version(name)
+    assert deps["google-genai"] == importlib.metadata.version("google-genai")
+    assert deps["matplotlib"] == importlib.metadata.version("matplotlib")
+    assert not {"pytest", "hypothesis", "ruff", "mypy", "ect-harness"} & deps.keys()
+
+
+def test_lock_made_in_another_environment_is_stale(copy: Path) -> None:
+    path = copy / DEFAULT_LOCK_PATH
+    lock, _ = read_lock(path)
+    assert lock.environment is not None
+    other = msgspec.structs.replace(
+        lock,
+        environment=msgspec.structs.replace(
+            lock.environment,
+            python="3.99.0",
+            dependencies={**lock.environment.dependencies, "trio": "0.1.0"},
+        ),
+    )
+    path.write_bytes(encode_lock(other))
+    (line,) = check_lock(path, copy)
+    assert line.startswith("environment is CPython ")
+    assert "3.99.0" in line
+    assert "trio 0.1.0" in line
+
+
+def test_lock_without_environment_still_reads_and_is_stale(copy: Path) -> None:
+    # A lock written before environments were recorded decodes (old stores keep reporting).
+    path = copy / DEFAULT_LOCK_PATH
+    lock, _ = read_lock(path)
+    path.write_bytes(encode_lock(msgspec.structs.replace(lock, environment=None)))
+    old, _ = read_lock(path)
+    assert old.environment is None
+    assert check_lock(path, copy)[-1].endswith(", none in the lock")

@@ -1,0 +1,86 @@
+"""`harness verify` and `harness --help` import only the core: subcommands load on first use.
+
+The import set is asserted, not the time (timing lives in scripts/bench_cli.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from harness.cli import _LAZY, main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "examples" / "regional-sum"
+HEAVY = ("numpy", "matplotlib", "google.genai", "trio")
+
+# Run the CLI in a fresh interpreter and print, at exit, every module it imported.
+_PROBE = (
+    "import atexit, sys\n"
+    "def dump():\n"
+    "    sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+    "atexit.register(dump)\n"
+    "from harness.cli import main\n"
+    "main()\n"
+)
+
+
+def _imported(*args: str) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, check=False
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    return done.returncode, set(line.split()[1:])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("verify", "--help"),
+        (
+            "verify",
+            "--descriptor",
+            str(EXAMPLE / "descriptor.json"),
+            "--requirements",
+            str(EXAMPLE / "requirements.json"),
+            "--ledger",
+            str(EXAMPLE / "ledger.json"),
+            "--certificate",
+            str(EXAMPLE / "certificate.json"),
+        ),
+    ],
+)
+def test_core_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
+    code, modules = _imported(*args)
+    assert code == 0
+    loaded = sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
+    assert loaded == []
+
+
+def test_a_study_command_still_loads_its_modules() -> None:
+    # The probe can see heavy imports: a command that needs trio does import it.
+    code, modules = _imported("v2", "--help")
+    assert code == 0
+    assert "trio" in modules
+
+
+@pytest.mark.parametrize("name", sorted(_LAZY))
+def test_every_lazy_entry_resolves_to_its_command(name: str) -> None:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None
+    assert command.name == name
+    assert _LAZY[name][1]
+
+
+def test_help_lists_every_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "--help"], capture_output=True, text=True, check=True
+    )
+    rows = done.stdout.split("Commands:")[1].splitlines()
+    # A command row starts with two spaces; wrapped help continues further indented.
+    listed = {row.split()[0] for row in rows if row.startswith("  ") and row[2] != " "}
+    assert listed == {"schema", "verify", *_LAZY}
