@@ -204,4 +204,11 @@ def _entry() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_entry())
+    status = _entry()
+    if "--run-fd" in sys.argv:
+        sys.exit(status)  # a file run by ``sandbox exec`` ends as Python programs do
+    # A tool call has written its whole reply: skip the interpreter's finalization (several
+    # milliseconds of module teardown on every call) once the streams are flushed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
