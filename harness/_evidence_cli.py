@@ -16,8 +16,10 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit
-from harness.lock import DEFAULT_LOCK_PATH, check_lock, project_root, write_lock
+from harness.errors import InputError
+from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
+from harness.resources import data_path, is_checkout
 from harness.store import lock_digest
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2_export import export_bundle
@@ -47,10 +49,12 @@ __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 )
 def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     """Write the study lock: digests of source, prompts, config, schedule, sandbox, manifests."""
-    base = root if root is not None else project_root()
-    path = out if out is not None else base / DEFAULT_LOCK_PATH
+    if out is not None:
+        path = out
+    else:
+        path = root / DEFAULT_LOCK_PATH if root is not None else data_path(DEFAULT_LOCK_PATH)
     if check:
-        lines = check_lock(path, base)
+        lines = check_lock(path, root)
         if lines:
             for line in lines:
                 click.echo(f"stale: {line}")
@@ -59,7 +63,12 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
         data = path.read_bytes()
         click.echo(f"study lock {path} is current ({lock_digest(data)})")
         return
-    lock, data = write_lock(path, base)
+    if root is None and not is_checkout():
+        raise InputError(
+            "harness lock writes the lock of a source checkout, and this harness is an installed "
+            "package: run it in a checkout, or pass --root CHECKOUT"
+        )
+    lock, data = write_lock(path, root)
     click.echo(f"wrote {path} ({lock_digest(data)})")
     for tree in lock.trees:
         click.echo(f"  source  {tree.path}/ ({len(tree.files)} files) {tree.digest}")
@@ -112,7 +121,7 @@ def replay_cmd(
     refused while replay runs. Exit 0 when everything matched, 3 when anything differed.
     """
     scrub_ambient()
-    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     report = replay_store(store, config, report_dir=report_dir)
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
@@ -145,7 +154,7 @@ def export_cmd(store: Path, out: Path, config_path: Path | None, report_dir: Pat
     Refused (exit 3, nothing written) when any file holds a credential-shaped string, a local
     absolute path, or this machine's user or host name.
     """
-    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     manifest = export_bundle(store, out, config_path=config, report_dir=report_dir)
     size = sum(f.size for f in manifest.files)
     click.echo(f"wrote {out}: {len(manifest.files)} files, {size} bytes, privacy check passed")

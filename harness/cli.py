@@ -239,6 +239,21 @@ def verify_cmd(
     sys.exit(EXIT_COMPLETE if decision else EXIT_CONTINUE)
 
 
+@main.command("examples")
+def examples_cmd() -> None:
+    """List the bundled worked examples, their paths and the command that verifies each."""
+    from harness.resources import examples_dir
+
+    for folder in sorted(p for p in examples_dir().iterdir() if p.is_dir() and p.name[0] != "_"):
+        click.echo(f"{folder.name}  {folder}")
+        inputs = " ".join(
+            f"--{name} {folder / (name + '.json')}"
+            for name in ("descriptor", "requirements", "ledger", "certificate")
+            if (folder / f"{name}.json").is_file()
+        )
+        click.echo(f"  harness verify {inputs}")
+
+
 @main.command("schema")
 @click.argument("kind", type=click.Choice(sorted(_SCHEMAS)))
 def schema_cmd(kind: str) -> None:

@@ -8,7 +8,6 @@ Each area adds its family here (store, sandbox, provider, ...), so there is one 
 from __future__ import annotations
 
 __all__ = [
-    "require_extra",
     "CredentialError",
     "GenerationConfigError",
     "HarnessError",
@@ -98,19 +97,6 @@ class MissingExtraError(HarnessError):
     def __init__(self, extra: str, what: str) -> None:
         super().__init__(f"{what} needs the [{extra}] extra: pip install 'ect-harness[{extra}]'")
         self.extra = extra
-
-
-def require_extra(module: str, extra: str, what: str) -> None:
-    """Raise MissingExtraError when ``module`` cannot be imported (it is then installed by
-    ``extra``); imports nothing itself beyond the check."""
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a missing parent package
-        found = False
-    if not found:
-        raise MissingExtraError(extra, what)
 
 
 class ProviderError(HarnessError):

@@ -51,6 +51,7 @@ from harness.providers.config import (
     GenerationConfig,
     config_digest,
 )
+from harness.resources import code_root, data_path
 
 __all__ = [
     "COVERED_FILES",
@@ -83,7 +84,8 @@ LOCK_SCHEMA: Final = "harness.study-lock.v1"
 DEFAULT_LOCK_PATH: Final = "schedules/study-lock.json"
 SOURCE_TREES: Final = ("harness", "preflight")
 PROMPTS_DIR: Final = "harness/prompts"
-_SKIP_DIRS: Final = frozenset({"__pycache__"})
+# harness/_data holds links to (in a wheel: copies of) files the lock covers one by one.
+_SKIP_DIRS: Final = frozenset({"__pycache__", "_data"})
 _SKIP_SUFFIXES: Final = (".pyc", ".pyo")
 
 Digest = Annotated[str, msgspec.Meta(pattern="^blake3:[0-9a-f]{64}$")]
@@ -185,7 +187,7 @@ class StudyLock(_Lock, frozen=True, kw_only=True):
 
 def project_root() -> Path:
     """The directory holding the ``harness`` package this process imported."""
-    return Path(__file__).resolve().parent.parent
+    return code_root()
 
 
 def file_digest(role: FileRole | None, data: bytes) -> str:
@@ -230,8 +232,13 @@ def tree_digest(files: dict[str, str]) -> str:
     return digest(Domain.SOURCE_TREE, dict(sorted(files.items())))
 
 
-def _locked_file(root: Path, role: FileRole, rel: str) -> LockedFile:
-    data = _read(root / rel, f"{role.value} {rel}")
+def _covered_path(root: Path | None, rel: str) -> Path:
+    # An explicit root is a checkout; otherwise this installation's data (checkout or wheel).
+    return root / rel if root is not None else data_path(rel)
+
+
+def _locked_file(root: Path | None, role: FileRole, rel: str) -> LockedFile:
+    data = _read(_covered_path(root, rel), f"{role.value} {rel}")
     return LockedFile(role=role, path=rel, size=len(data), digest=file_digest(role, data))
 
 
@@ -304,8 +311,11 @@ def build_lock(root: Path | None = None) -> StudyLock:
     for top in SOURCE_TREES:
         files = _tree_files(base, top)
         trees.append(LockedTree(path=top, digest=tree_digest(files), files=files))
-    covered = _prompt_files(base) + [_locked_file(base, role, rel) for role, rel in COVERED_FILES]
-    generation = study_generation_config(base)
+    data_root = None if root is None else base
+    covered = _prompt_files(base) + [
+        _locked_file(data_root, role, rel) for role, rel in COVERED_FILES
+    ]
+    generation = study_generation_config(root)
     return StudyLock(
         schema=LOCK_SCHEMA,
         trees=tuple(trees),
@@ -329,11 +339,11 @@ def study_generation_config(root: Path | None = None) -> GenerationConfig:
         CoveredFileMissingError: the lock covers no study config, or it does not exist.
         StudyLockError: the study config holds no valid generation config.
     """
-    base = (root if root is not None else project_root()).resolve()
+    base = None if root is None else root.resolve()
     rel = next((path for role, path in COVERED_FILES if role is FileRole.STUDY_CONFIG), None)
     if rel is None:
         raise CoveredFileMissingError("the study lock covers no study config")
-    data = _read(base / rel, f"{FileRole.STUDY_CONFIG.value} {rel}")
+    data = _read(_covered_path(base, rel), f"{FileRole.STUDY_CONFIG.value} {rel}")
     try:
         document = msgspec.json.decode(data, type=dict[str, Any])
         return msgspec.convert(document["generation_config"], GenerationConfig, strict=True)

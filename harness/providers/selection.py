@@ -24,7 +24,8 @@ from typing import Any, Final, TypeVar
 import click
 import msgspec
 
-from harness.errors import ProviderSelectionError, require_extra
+from harness.errors import ProviderSelectionError
+from harness.extras import require_extra
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
 from harness.providers.kinds import ProviderName

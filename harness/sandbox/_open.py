@@ -21,6 +21,7 @@ from typing import Final
 
 from harness.errors import SandboxError, SandboxPolicyError, SandboxUnavailableError
 from harness.log import get_logger
+from harness.resources import code_root
 from harness.sandbox._backend import ChildBackend, Limits, resolve_interpreter
 from harness.sandbox._confine import ConfineError
 from harness.sandbox._linux import LinuxBackend, kernel_landlock_abi
@@ -42,7 +43,7 @@ _log = get_logger("harness.sandbox")
 
 def default_project_root() -> Path:
     """The directory holding the ``harness`` package this process imported."""
-    return Path(__file__).resolve().parent.parent.parent
+    return code_root()
 
 
 def warm_bytecode(root: Path) -> None:

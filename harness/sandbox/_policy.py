@@ -19,6 +19,7 @@ import msgspec
 
 from harness.canonical import Domain, digest_bytes
 from harness.errors import SandboxPolicyError
+from harness.resources import data_path
 
 __all__ = [
     "LINUX_POLICY_SCHEMA",
@@ -120,8 +121,8 @@ class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def profiles_dir() -> Path:
-    """The committed ``sandbox_profiles/`` directory beside the ``harness`` package."""
-    return Path(__file__).resolve().parent.parent.parent / "sandbox_profiles"
+    """The pinned ``sandbox_profiles/`` directory (the checkout's, or the wheel's copy)."""
+    return data_path("sandbox_profiles")
 
 
 def default_linux_policy_path() -> Path:

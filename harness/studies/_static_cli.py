@@ -76,7 +76,8 @@ def report_cmd(run_dir: Path) -> None:
     click.echo(table.rstrip("\n"))
     click.echo()
     click.echo(h1_line(results))
-    click.echo(f"wrote {', '.join(REPORT_FILES)} to {run_dir}", err=True)
+    written = [name for name in REPORT_FILES if (run_dir / name).is_file()]
+    click.echo(f"wrote {', '.join(written)} to {run_dir}", err=True)
 
 
 def add_static_commands(main: click.Group) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-from harness.errors import require_extra
+from harness.extras import require_extra
 from harness.studies.static_report import StaticResults
 
 __all__ = ["render_figure"]

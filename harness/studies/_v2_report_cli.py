@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from harness.lock import project_root
+from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2_report import REPORT_DIR, build_report, write_report
 
@@ -35,7 +35,7 @@ __all__ = ["v2_report_cmd"]
 )
 def v2_report_cmd(store: Path, config_path: Path | None, out: Path | None) -> None:
     """Table 4, H2-H4, strata and paired deltas, recomputed from the store alone."""
-    config = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     bundle = build_report(store, config)
     target = out if out is not None else store / REPORT_DIR
     written = write_report(bundle, target)

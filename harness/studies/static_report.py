@@ -44,7 +44,9 @@ from harness.canonical import canonical_bytes
 from harness.ect.model import Verdict
 from harness.ect.reasons import ReasonCode, family_of
 from harness.errors import RunRecordsError
+from harness.extras import extra_installed
 from harness.faults import FAULTS, STATIC_FAULTS
+from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
 from harness.studies._static_files import (
@@ -62,6 +64,8 @@ from harness.studies.static import (
     DecisionRecord,
     RunInfo,
 )
+
+_log = get_logger("harness.studies.static")
 
 __all__ = [
     "REPLICATES",
@@ -908,7 +912,11 @@ def write_report(run_dir: Path) -> StaticResults:
     ):
         for ext, text in rendered.items():
             texts[f"{stem}.{ext}"] = text.encode("utf-8")
-    texts["ucr.png"] = render_figure(results)
+    if extra_installed("matplotlib"):
+        texts["ucr.png"] = render_figure(results)
+    else:
+        _log.warning("static.report.no_figure", hint="install 'ect-harness[plots]' for ucr.png")
+        (run_dir / "ucr.png").unlink(missing_ok=True)  # never leave a figure of older results
     for name, data in texts.items():
         try:
             tmp = run_dir / (name + ".tmp")

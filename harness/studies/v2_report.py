@@ -29,8 +29,10 @@ from typing import Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StudyLockError, StudyReportError, require_extra
+from harness.errors import StudyLockError, StudyReportError
+from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
+from harness.log import get_logger
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies.v2.config import V2Config, decode_config
@@ -39,6 +41,7 @@ from harness.studies.v2_analysis import ArmRow, V2Analysis, analyze
 
 __all__ = [
     "REPORT_DIR",
+    "FIGURE_FILE",
     "REPORT_FILES",
     "REPORT_MANIFEST",
     "ReportBundle",
@@ -55,6 +58,8 @@ __all__ = [
 
 REPORT_DIR: Final = "report"
 REPORT_MANIFEST: Final = "report-manifest.json"
+FIGURE_FILE: Final = "figure.png"
+"""Written only with the [plots] extra installed; every other report file always."""
 REPORT_FILES: Final = (
     "report.md",
     "table4.csv",
@@ -70,6 +75,7 @@ _SIMULATED_NOTE: Final = (
 
 
 _NO_ENVIRONMENT: Final = "not recorded in the study lock"
+_log = get_logger("harness.studies.v2")
 
 
 class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -449,8 +455,11 @@ def render_files(document: ReportDocument) -> dict[str, bytes]:
         "table4.tex": render_table4_tex(a),
         "hypotheses.csv": render_hypotheses_csv(a),
         "analysis.json": msgspec.json.format(canonical_bytes(document), indent=2) + b"\n",
-        "figure.png": render_figure(a),
     }
+    if extra_installed("matplotlib"):
+        files[FIGURE_FILE] = render_figure(a)
+    else:
+        _log.warning("v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png")
     manifest = ReportManifest(
         store=document.store,
         files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
@@ -468,6 +477,8 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
     written = []
     try:
         out.mkdir(parents=True, exist_ok=True)
+        if FIGURE_FILE not in bundle.files:
+            (out / FIGURE_FILE).unlink(missing_ok=True)  # never a figure of older results
         for name, data in bundle.files.items():
             path = out / name
             tmp = out / f".{name}.tmp"

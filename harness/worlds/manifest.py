@@ -16,6 +16,7 @@ import msgspec
 from harness.canonical import Domain, canonical_bytes, digest
 from harness.ect.model import descriptor_digest
 from harness.errors import InputError, ManifestMismatchError
+from harness.resources import data_path
 from harness.worlds.benchmark import Benchmark
 from harness.worlds.snapshots import FaultId, GoldDecision, snapshot_digest
 from harness.worlds.tasks import oracle_digest, task_digest
@@ -32,7 +33,7 @@ __all__ = [
     "manifest_of",
 ]
 
-MANIFEST_PATH: Final = Path(__file__).resolve().parents[2] / "schedules" / "benchmark-manifest.json"
+MANIFEST_PATH: Final = data_path("schedules/benchmark-manifest.json")
 
 
 class _Entry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -34,7 +34,7 @@ import msgspec
 
 from harness.errors import V2ConfigError, V2ScheduleError
 from harness.faults import ALL_FAULTS
-from harness.lock import project_root
+from harness.resources import data_path
 from harness.store import schedule_digest
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.outcomes import CheckpointKind, PolicyArm
@@ -177,7 +177,7 @@ def canonical_schedule(config_path: Path | None = None) -> list[dict[str, Any]]:
     Raises:
         V2ConfigError: the config is unreadable or inconsistent with the fault rule.
     """
-    path = config_path if config_path is not None else project_root() / DEFAULT_CONFIG_PATH
+    path = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     config, _ = load_config(path)
     return plain_rows(build_rows(config))
 

@@ -27,17 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 import msgspec
 
 from harness.errors import RunStoppedError, V2StudyError
-from harness.lock import DEFAULT_LOCK_PATH, project_root
+from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptRecord
 from harness.providers.selection import ProviderSelection, open_provider
+from harness.resources import data_path, default_stores_dir
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import RunStore, finalize_store, read_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
@@ -63,7 +64,6 @@ __all__ = [
 ]
 
 _log = get_logger("harness.studies.v2")
-_STORES: Final = "stores"
 
 
 class PreflightCheck(Protocol):
@@ -99,15 +99,14 @@ class Outcome:
 def default_store_dir(now: datetime | None = None) -> Path:
     """A new store directory under the project's ``stores/``: ``v2-<UTC time>``."""
     moment = now if now is not None else datetime.now(tz=UTC)
-    return project_root() / _STORES / f"v2-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+    return default_stores_dir() / f"v2-{moment.strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def _inputs(
     config_path: Path | None, schedule_path: Path | None
 ) -> tuple[V2Config, tuple[Row, ...], list[dict[str, Any]], Path]:
-    root = project_root()
-    config, _ = load_config(config_path or root / DEFAULT_CONFIG_PATH)
-    schedule = schedule_path or root / DEFAULT_SCHEDULE_PATH
+    config, _ = load_config(config_path or data_path(DEFAULT_CONFIG_PATH))
+    schedule = schedule_path or data_path(DEFAULT_SCHEDULE_PATH)
     rows, plain = load_schedule(schedule, config)
     return config, rows, plain, schedule
 
@@ -168,7 +167,7 @@ def execute(
         HarnessError: any other expected failure (lock, config, schedule, store, sandbox).
     """
     config, rows, plain, schedule = _inputs(config_path, schedule_path)
-    lock = lock_path or project_root() / DEFAULT_LOCK_PATH
+    lock = lock_path or data_path(DEFAULT_LOCK_PATH)
     lock_bytes = _read_lock(lock)
     if not resume:
         refuse_existing(store_dir)

@@ -6,6 +6,7 @@ installed in the test venv); the wheel test installs without extras for real.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,32 @@ def test_verify_needs_no_extra(tmp_path: Path) -> None:
     ]
     done = _run("google,matplotlib", "verify", *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_v2_report_without_plots_writes_every_file_but_the_figure(tmp_path: Path) -> None:
+    from v2_report_support import synthetic_store
+
+    store = synthetic_store(tmp_path / "run")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "figure.png").write_bytes(b"a figure of older results")
+    done = _run("matplotlib", "v2", "report", str(store), "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "install 'ect-harness[plots]' for figure.png" in done.stderr
+    names = sorted(p.name for p in out.iterdir())
+    tables = ["report.md", "table4.csv", "table4.tex", "hypotheses.csv", "analysis.json"]
+    assert names == sorted([*tables, "report-manifest.json"])
+    manifest = json.loads((out / "report-manifest.json").read_text())
+    assert "figure.png" not in manifest["files"]
+
+
+def test_static_report_without_plots_writes_every_table(tmp_path: Path) -> None:
+    run = _run("matplotlib", "static", "run", "--split", "dev", "--out", "run", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    (tmp_path / "run" / "ucr.png").write_bytes(b"a figure of older results")
+    done = _run("matplotlib", "static", "report", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "install 'ect-harness[plots]' for ucr.png" in done.stderr
+    assert not (tmp_path / "run" / "ucr.png").exists()
+    assert (tmp_path / "run" / "table2.md").is_file()
+    assert "ucr.png" not in done.stderr.splitlines()[-1]
