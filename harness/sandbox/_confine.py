@@ -550,42 +550,41 @@ def _pid_namespace_init(libc: ctypes.CDLL) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _rlimits(spec: dict[str, Any]) -> list[tuple[int, int]]:
+def _rlimits(spec: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+    """Set the per-call limits (never above a hard limit already in force); return them."""
     import resource
 
+    cpu = int(spec["cpu_seconds"])
     wanted = [
-        (resource.RLIMIT_AS, spec["address_space_bytes"]),
-        (resource.RLIMIT_FSIZE, spec["file_size_bytes"]),
-        (resource.RLIMIT_NOFILE, spec["open_files"]),
-        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_AS, spec["address_space_bytes"], 0),
+        (resource.RLIMIT_FSIZE, spec["file_size_bytes"], 0),
+        (resource.RLIMIT_NOFILE, spec["open_files"], 0),
+        (resource.RLIMIT_CORE, 0, 0),
+        # SIGXCPU at the soft limit; a child that ignores it gets SIGKILL a second later.
+        (resource.RLIMIT_CPU, cpu, 1),
     ]
     if spec["tasks"] is not None:
-        wanted.append((resource.RLIMIT_NPROC, spec["tasks"]))
-    applied: list[tuple[int, int]] = []
-    for which, value in wanted:
+        wanted.append((resource.RLIMIT_NPROC, spec["tasks"], 0))
+    applied: list[tuple[int, tuple[int, int]]] = []
+    for which, value, grace in wanted:
         _, hard = resource.getrlimit(which)
+        limits = (value, value + grace)
         if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
+            limits = (min(value, hard), min(value + grace, hard))
         try:
-            resource.setrlimit(which, (value, value))
+            resource.setrlimit(which, limits)
         except (OSError, ValueError) as e:
-            raise ConfineError(f"setting resource limit {which} to {value} failed: {e}") from e
-        applied.append((which, value))
-    # CPU: SIGXCPU at the soft limit; a child that ignores it gets SIGKILL a second later.
-    cpu = int(spec["cpu_seconds"])
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    except (OSError, ValueError) as e:
-        raise ConfineError(f"setting the CPU time limit to {cpu} s failed: {e}") from e
+            raise ConfineError(f"setting resource limit {which} to {limits} failed: {e}") from e
+        applied.append((which, limits))
     return applied
 
 
-def _check_rlimits(applied: list[tuple[int, int]]) -> None:
+def _check_rlimits(applied: list[tuple[int, tuple[int, int]]]) -> None:
     import resource
 
-    for which, value in applied:
-        if resource.getrlimit(which) != (value, value):
-            raise ConfineError(f"self-check: resource limit {which} is not {value}")
+    for which, limits in applied:
+        if resource.getrlimit(which) != limits:
+            raise ConfineError(f"self-check: resource limit {which} is not {limits}")
 
 
 def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any]:
