@@ -10,6 +10,7 @@ It does not decide what is hashed; callers choose the domain for the kind of thi
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ import blake3
 import msgspec
 
 __all__ = [
+    "check_strict_json",
     "DIGEST_PREFIX",
     "Domain",
     "NonCanonicalError",
@@ -177,3 +179,33 @@ def is_digest(text: object) -> bool:
     if not isinstance(text, str) or len(text) != _DIGEST_LEN or not text.startswith(DIGEST_PREFIX):
         return False
     return all(c in "0123456789abcdef" for c in text[len(DIGEST_PREFIX) :])
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def check_strict_json(data: bytes) -> None:
+    """Refuse bytes that are not one strict JSON document: not UTF-8, not JSON, nested too
+    deeply, a duplicate object key (msgspec alone would keep the last silently) or a
+    NaN/Infinity literal. Every decoder of a file that shapes results runs this first.
+
+    Raises:
+        ValueError: naming the first problem in one line.
+    """
+    try:
+        json.loads(data, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    except RecursionError as e:
+        raise ValueError("nested too deeply") from e
+    except ValueError as e:  # UnicodeDecodeError is a ValueError
+        text = str(e)
+        raise ValueError(text.splitlines()[0] if text else type(e).__name__) from e

@@ -6,7 +6,6 @@ line on stderr with its exit code; no traceback reaches the user for it.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ _SCHEMAS: Final[dict[str, Any]] = {
     "ledger": ect.Ledger,
     "requirements": ect.Requirements,
     "descriptor": ect.TaskDescriptor,
+    "decision": ect.Decision,
 }
 
 
@@ -196,18 +196,49 @@ def main(log_json: bool) -> None:
     configure(json_lines=log_json)
 
 
+_TRUSTED: Final[dict[str, tuple[Any, ect.ReasonCode]]] = {
+    "descriptor": (ect.TaskDescriptor, ect.ReasonCode.ADAPTER_DESCRIPTOR_MALFORMED),
+    "requirements": (ect.Requirements, ect.ReasonCode.ADAPTER_REQUIREMENTS_MALFORMED),
+    "ledger": (ect.Ledger, ect.ReasonCode.ADAPTER_LEDGER_MALFORMED),
+}
+_UNTRUSTED: Final[dict[str, ect.ReasonCode]] = {
+    "certificate": ect.ReasonCode.ADAPTER_CERTIFICATE_MALFORMED,
+    "answer": ect.ReasonCode.ADAPTER_ANSWER_MALFORMED,
+}
+
+
 def _read(path: Path, what: str) -> bytes:
+    """The bytes of one verifier input, refused (exit 2) unless they are usable.
+
+    Any input must be one decodable JSON document within ``ect.MAX_INPUT_BYTES`` (UTF-8, not
+    nested too deeply, no duplicate keys, no NaN/Infinity). A trusted input (descriptor,
+    requirements, ledger) must also be of its kind: the harness built it, so a wrong one is a
+    usage error, not a verdict. The agent's certificate and answer may be of the wrong shape:
+    that is a ``continue`` the verifier names.
+
+    Raises:
+        InputError: naming the file and the first problem, in one line.
+    """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            # Bounded read: never load more than one byte past the limit.
+            data = handle.read(ect.MAX_INPUT_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read {what} file {str(path)!r}: {e.strerror}") from e
-    if len(data) > ect.MAX_INPUT_BYTES:
-        # Oversized input is judged by the verifier (ADAPTER_INPUT_TOO_LARGE), not parsed here.
-        return data
     try:
-        json.loads(data)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise InputError(f"{what} file {str(path)!r} is not JSON: {e}") from e
+        if what in _TRUSTED:
+            kind, code = _TRUSTED[what]
+            ect.decode(data, kind, code)
+        else:
+            ect.check_json(data, _UNTRUSTED[what])
+    except ect.BoundaryError as e:
+        if e.code is ect.ReasonCode.ADAPTER_INPUT_TOO_LARGE:
+            problem = f"is larger than the {ect.MAX_INPUT_BYTES}-byte input limit"
+        elif what in _TRUSTED:
+            problem = f"is not a usable {what} ({e})"
+        else:
+            problem = f"is not JSON ({e})"
+        raise InputError(f"{what} file {str(path)!r} {problem}") from e
     return data
 
 
@@ -221,18 +252,30 @@ def _read(path: Path, what: str) -> bytes:
     required=False,
     help="Omit when the agent offered no certificate (the decision is then continue).",
 )
+@click.option(
+    "--answer",
+    type=click.Path(path_type=Path),
+    required=False,
+    help="The answer the agent reports, a JSON object of slot -> value; it must be the "
+    "certified one.",
+)
 def verify_cmd(
-    descriptor: Path, requirements: Path, ledger: Path, certificate: Path | None
+    descriptor: Path,
+    requirements: Path,
+    ledger: Path,
+    certificate: Path | None,
+    answer: Path | None,
 ) -> None:
-    """Verify a certificate; print the decision as JSON.
+    """Verify a certificate (and the reported answer); print the decision as JSON.
 
-    Exit 0 for complete, 1 for continue, 2 for unusable input.
+    Exit 0 for complete, 1 for continue, 2 for unusable input (see docs/verify.md).
     """
     decision = ect.verify_json(
         _read(descriptor, "descriptor"),
         _read(requirements, "requirements"),
         _read(ledger, "ledger"),
         None if certificate is None else _read(certificate, "certificate"),
+        answer=None if answer is None else _read(answer, "answer"),
     )
     sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(decision)) + b"\n")
     sys.stdout.flush()

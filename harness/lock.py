@@ -44,7 +44,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
+from harness.canonical import Domain, canonical_bytes, check_strict_json, digest, digest_bytes
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
@@ -345,11 +345,12 @@ def study_generation_config(root: Path | None = None) -> GenerationConfig:
         raise CoveredFileMissingError("the study lock covers no study config")
     data = _read(_covered_path(base, rel), f"{FileRole.STUDY_CONFIG.value} {rel}")
     try:
+        check_strict_json(data)
         document = msgspec.json.decode(data, type=dict[str, Any])
         return msgspec.convert(document["generation_config"], GenerationConfig, strict=True)
     except KeyError as e:
         raise StudyLockError(f"the study config {rel} names no generation_config") from e
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
         raise StudyLockError(f"the study config {rel} holds no valid generation config: {e}") from e
 
 
@@ -364,6 +365,10 @@ def decode_lock(data: bytes, *, origin: str) -> StudyLock:
     Raises:
         StudyLockError: the bytes are not a lock of this schema (unknown fields refused).
     """
+    try:
+        check_strict_json(data)
+    except ValueError as e:
+        raise StudyLockError(f"study lock {origin} is not strict JSON: {e}") from e
     try:
         return msgspec.json.decode(data, type=StudyLock)
     except msgspec.ValidationError as e:

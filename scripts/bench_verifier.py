@@ -30,7 +30,11 @@ def build() -> tuple[ect.TaskDescriptor, ect.Requirements, ect.Ledger, ect.Certi
         required_slots=("total", "busiest", "top3"),
     )
     rule = ect.ScopeRule(
-        entities=tuple(SITES), attributes=("visits",), levels=("site",), dates=("2024-03",)
+        entities=tuple(SITES),
+        attributes=("visits",),
+        levels=("site",),
+        dates=("2024-03",),
+        sources=(ect.Source(tool_id="get_metric", source_path="/body/value"),),
     )
     ops: dict[str, Transform] = {
         "total": Sum(),

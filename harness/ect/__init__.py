@@ -5,7 +5,7 @@ imports nothing of the project except ``harness.canonical``, the pure leaf that 
 digest domains.
 """
 
-from harness.ect.boundary import MAX_INPUT_BYTES, BoundaryError, decode, verify_json
+from harness.ect.boundary import MAX_INPUT_BYTES, BoundaryError, check_json, decode, verify_json
 from harness.ect.model import (
     Certificate,
     Claim,
@@ -18,6 +18,7 @@ from harness.ect.model import (
     Scope,
     ScopeRule,
     SlotRequirement,
+    Source,
     TaskDescriptor,
     Verdict,
     descriptor_digest,
@@ -48,9 +49,11 @@ __all__ = [
     "Scope",
     "ScopeRule",
     "SlotRequirement",
+    "Source",
     "TaskDescriptor",
     "Transform",
     "Verdict",
+    "check_json",
     "check_of",
     "decode",
     "descriptor_digest",

@@ -8,12 +8,12 @@ This module reads no files; the CLI does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from typing import Any, Final, TypeVar
 
 import msgspec
 
+from harness.canonical import check_strict_json
 from harness.ect.model import (
     Certificate,
     Decision,
@@ -26,9 +26,10 @@ from harness.ect.model import (
 from harness.ect.reasons import ReasonCode as R
 from harness.ect.verifier import Check, verify
 
-__all__ = ["MAX_INPUT_BYTES", "BoundaryError", "decode", "verify_json"]
+__all__ = ["MAX_INPUT_BYTES", "BoundaryError", "check_json", "decode", "verify_json"]
 
 MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
+"""The largest input accepted, in bytes (16 MiB); larger input is not decoded at all."""
 
 T = TypeVar("T")
 
@@ -41,30 +42,38 @@ class BoundaryError(ValueError):
         self.code = code
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
+def _first_line(e: BaseException) -> str:
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    text = str(e)
+    return text.splitlines()[0] if text else type(e).__name__
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
+def check_json(data: bytes, code: R) -> None:
+    """Refuse bytes that are not one usable JSON document, whatever it holds.
+
+    Too large (over ``MAX_INPUT_BYTES``: ADAPTER_INPUT_TOO_LARGE), not UTF-8, not JSON, nested
+    deeper than the decoder's recursion limit, a duplicate object key, or a NaN/Infinity
+    literal (``code``).
+
+    Raises:
+        BoundaryError: naming the first problem in one line.
+    """
+    if len(data) > MAX_INPUT_BYTES:
+        raise BoundaryError(R.ADAPTER_INPUT_TOO_LARGE, f"input exceeds {MAX_INPUT_BYTES} bytes")
+    try:
+        check_strict_json(data)
+    except ValueError as e:
+        raise BoundaryError(code, str(e)) from e
 
 
 def decode(data: bytes, kind: type[T], code: R) -> T:
     """Decode ``data`` as ``kind`` or raise BoundaryError(``code``) with a one-line message."""
-    if len(data) > MAX_INPUT_BYTES:
-        raise BoundaryError(R.ADAPTER_INPUT_TOO_LARGE, f"input exceeds {MAX_INPUT_BYTES} bytes")
+    check_json(data, code)
     try:
-        # A strict structural pass first: duplicate keys and NaN/Infinity literals are refused.
-        json.loads(data, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
         return msgspec.json.decode(data, type=kind)
     except (ValueError, RecursionError, msgspec.DecodeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise BoundaryError(code, first) from e
+        raise BoundaryError(code, _first_line(e)) from e
 
 
 def verify_json(
@@ -73,9 +82,13 @@ def verify_json(
     ledger: bytes,
     certificate: bytes | None,
     *,
+    answer: bytes | None = None,
     disabled: Collection[Check] = (),
 ) -> Decision:
-    """Decode the four inputs and verify; undecodable input yields ``continue``. Never raises."""
+    """Decode the inputs and verify; undecodable input yields ``continue``. Never raises.
+
+    ``answer`` is the agent's reported answer (a JSON object of slot -> value), or None.
+    """
     findings: list[Finding] = []
     decoded: list[Any] = []
     for data, kind, code, where in (
@@ -83,6 +96,7 @@ def verify_json(
         (requirements, Requirements, R.ADAPTER_REQUIREMENTS_MALFORMED, "requirements"),
         (ledger, Ledger, R.ADAPTER_LEDGER_MALFORMED, "ledger"),
         (certificate, Certificate, R.ADAPTER_CERTIFICATE_MALFORMED, "certificate"),
+        (answer, dict[str, Any], R.ADAPTER_ANSWER_MALFORMED, "answer"),
     ):
         if data is None:
             decoded.append(None)
@@ -96,4 +110,5 @@ def verify_json(
     if findings:
         codes = tuple(sorted({f.code for f in findings}, key=list(R).index))
         return Decision(decision=Verdict.CONTINUE, reason_codes=codes, findings=tuple(findings))
-    return verify(*decoded, disabled=disabled)
+    *inputs, plain_answer = decoded
+    return verify(*inputs, answer=plain_answer, disabled=disabled)

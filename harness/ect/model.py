@@ -31,6 +31,7 @@ __all__ = [
     "Scope",
     "ScopeRule",
     "SlotRequirement",
+    "Source",
     "TaskDescriptor",
     "Verdict",
     "descriptor_digest",
@@ -47,6 +48,7 @@ MAX_RECEIPTS = 100_000
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 Digest = Annotated[str, msgspec.Meta(pattern="^blake3:[0-9a-f]{64}$")]
 Tolerance = Annotated[float, msgspec.Meta(ge=0.0, le=1e300)]
+SourcePath = Annotated[str, msgspec.Meta(max_length=1024)]
 
 
 class _Boundary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -73,19 +75,34 @@ class TaskDescriptor(_Boundary, frozen=True, kw_only=True):
         _unique(self.required_slots, "required_slots")
 
 
+class Source(_Boundary, frozen=True, kw_only=True):
+    """Where a cited value may come from: a tool, and the JSON pointer of the value in its
+    response (compared exactly; the trusted adapter records the same pointer)."""
+
+    tool_id: Id
+    source_path: SourcePath
+
+
 class ScopeRule(_Boundary, frozen=True, kw_only=True):
-    """Allowed scope of the receipts a slot may cite. A null date must be listed to be allowed."""
+    """Allowed scope of the receipts a slot may cite. A null date must be listed to be allowed.
+
+    ``sources`` are the (tool, value path) pairs a cited receipt may come from: the paper's
+    receipt check includes the value path, so a receipt from another tool, or carrying a value
+    read from elsewhere in a response, is out of scope.
+    """
 
     entities: Annotated[tuple[Id, ...], msgspec.Meta(min_length=1)]
     attributes: Annotated[tuple[Id, ...], msgspec.Meta(min_length=1)]
     levels: Annotated[tuple[Id, ...], msgspec.Meta(min_length=1)]
     dates: Annotated[tuple[Id | None, ...], msgspec.Meta(min_length=1)]
+    sources: Annotated[tuple[Source, ...], msgspec.Meta(min_length=1, max_length=256)]
 
     def __post_init__(self) -> None:
         _unique(self.entities, "entities")
         _unique(self.attributes, "attributes")
         _unique(self.levels, "levels")
         _unique(self.dates, "dates")
+        _unique(((s.tool_id, s.source_path) for s in self.sources), "sources")
 
 
 class SlotRequirement(_Boundary, frozen=True, kw_only=True):
@@ -135,7 +152,7 @@ class Receipt(_Boundary, frozen=True, kw_only=True):
     tool_id: Id
     args_hash: Digest
     response_hash: Digest
-    source_path: Annotated[str, msgspec.Meta(max_length=1024)]
+    source_path: SourcePath
     value: Any
     value_hash: Digest
     exec_status: Literal["ok", "error"]

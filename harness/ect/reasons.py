@@ -37,6 +37,8 @@ class ReasonCode(StrEnum):
     ADAPTER_LEDGER_MALFORMED = "ADAPTER_LEDGER_MALFORMED"
     ADAPTER_CERTIFICATE_MALFORMED = "ADAPTER_CERTIFICATE_MALFORMED"
     ADAPTER_CERTIFICATE_MISSING = "ADAPTER_CERTIFICATE_MISSING"
+    # The agent's reported answer (optional input) is not a JSON object of slot -> value.
+    ADAPTER_ANSWER_MALFORMED = "ADAPTER_ANSWER_MALFORMED"
     ADAPTER_INPUT_TOO_LARGE = "ADAPTER_INPUT_TOO_LARGE"
     ADAPTER_CONTRACT_MISMATCH = "ADAPTER_CONTRACT_MISMATCH"
     ADAPTER_DESCRIPTOR_DIGEST_MISMATCH = "ADAPTER_DESCRIPTOR_DIGEST_MISMATCH"
@@ -51,6 +53,8 @@ class ReasonCode(StrEnum):
     COVERAGE_MISSING_SLOT = "COVERAGE_MISSING_SLOT"
     COVERAGE_EXTRA_SLOT = "COVERAGE_EXTRA_SLOT"
     COVERAGE_DUPLICATE_SLOT = "COVERAGE_DUPLICATE_SLOT"
+    # The reported answer names a slot the certificate does not claim, or omits one it does.
+    COVERAGE_ANSWER_SLOT = "COVERAGE_ANSWER_SLOT"
     # Algorithm 1, lines 11-12 (reference: the receipt exists and is this task's;
     # outcome: it succeeded and was validated).
     EVIDENCE_EMPTY = "EVIDENCE_EMPTY"
@@ -67,6 +71,9 @@ class ReasonCode(StrEnum):
     SCOPE_LEVEL = "SCOPE_LEVEL"
     SCOPE_DATE = "SCOPE_DATE"
     SCOPE_DUPLICATE = "SCOPE_DUPLICATE"
+    # The receipt's value path: from a tool the contract allows for the slot, at its path.
+    SCOPE_TOOL = "SCOPE_TOOL"
+    SCOPE_SOURCE_PATH = "SCOPE_SOURCE_PATH"
     # Algorithm 1, lines 17-18.
     TRANSFORM_NOT_ALLOWED = "TRANSFORM_NOT_ALLOWED"
     TRANSFORM_PARAMS_MISMATCH = "TRANSFORM_PARAMS_MISMATCH"
@@ -79,6 +86,8 @@ class ReasonCode(StrEnum):
     REPLAY_UNDEFINED = "REPLAY_UNDEFINED"
     REPLAY_NULL_NOT_ALLOWED = "REPLAY_NULL_NOT_ALLOWED"
     REPLAY_VALUE_MISMATCH = "REPLAY_VALUE_MISMATCH"
+    # The reported answer's value for a slot differs from the certified (replayed) value.
+    REPLAY_ANSWER_MISMATCH = "REPLAY_ANSWER_MISMATCH"
     # Any exception inside the verifier: fail closed.
     INTERNAL_ERROR = "INTERNAL_ERROR"
 

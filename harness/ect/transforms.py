@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Annotated, Any, Final, Literal, NamedTuple
 
 import msgspec
@@ -499,15 +500,17 @@ def replay(op: Transform, items: Sequence[Item]) -> Any:
 def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) -> bool:
     """Return True when ``claimed`` equals ``replayed`` within tolerance, recursively.
 
-    Numbers match when ``|claimed - replayed| <= max(abs_tol, rel_tol * |replayed|)``; strings,
-    booleans and null match exactly; lists match element-wise in order; objects key-wise.
+    Numbers compare exactly, never through a rounding float subtraction: an integer result must
+    be claimed as an integer (``0.0``, ``-0.0`` or ``9007199254741168.0`` never stand for an
+    int), equal numbers match, and otherwise a nonzero contract tolerance is applied in exact
+    rational arithmetic: ``|claimed - replayed| <= max(abs_tol, rel_tol * |replayed|)``.
+    Strings, booleans and null match exactly; lists match element-wise in order; objects
+    key-wise.
     """
     if replayed is None or isinstance(replayed, (bool, str)):
         return type(claimed) is type(replayed) and claimed == replayed
     if _is_number(replayed):
-        if not _is_number(claimed) or not math.isfinite(claimed):
-            return False
-        return bool(abs(claimed - replayed) <= max(abs_tol, rel_tol * abs(replayed)))
+        return _numbers_match(claimed, replayed, abs_tol, rel_tol)
     if isinstance(replayed, (list, tuple)):
         return (
             isinstance(claimed, (list, tuple))
@@ -523,3 +526,19 @@ def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) ->
             and all(values_match(claimed[k], replayed[k], abs_tol, rel_tol) for k in replayed)
         )
     return False
+
+
+def _numbers_match(claimed: Any, replayed: int | float, abs_tol: float, rel_tol: float) -> bool:
+    if type(replayed) is int or isinstance(replayed, int):
+        # An integer slot is claimed as an integer; a float never stands for one.
+        if not isinstance(claimed, int) or isinstance(claimed, bool):
+            return False
+    elif not _is_number(claimed) or not math.isfinite(claimed) or not math.isfinite(replayed):
+        return False
+    if claimed == replayed:  # int == float is exact in Python (no conversion to float)
+        return True
+    if abs_tol == 0.0 and rel_tol == 0.0:
+        return False
+    # Exact rationals: a float subtraction could round a real difference away.
+    exact = Fraction(replayed)
+    return abs(Fraction(claimed) - exact) <= max(Fraction(abs_tol), Fraction(rel_tol) * abs(exact))

@@ -5,13 +5,19 @@
 paper's pseudo-code, which returns at the first failing line, it runs every check whose inputs
 exist and reports them all, so a fault that trips several families shows all of them.
 
+Beyond the paper's lines it checks two things the paper's guarantee needs: each cited receipt's
+tool and value path are ones the contract allows for the slot (the receipt check includes the
+value path), and, when the agent's reported answer is given, that answer is the certified one
+slot for slot (DESIGN section 12), so ``complete`` covers what the run reports. Every claim goes
+through one path; there is no fast path that repeats a check.
+
 Checks can be disabled one at a time (``Check``) for the single-check ablations; the default runs
 all. Reading files and decoding bytes is the caller's job (see ``boundary``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
@@ -27,6 +33,7 @@ from harness.ect.model import (
     Ledger,
     Receipt,
     Requirements,
+    ScopeRule,
     SlotRequirement,
     TaskDescriptor,
     Verdict,
@@ -97,6 +104,7 @@ def verify(
     ledger: Ledger,
     certificate: Certificate | None,
     *,
+    answer: Mapping[str, Any] | None = None,
     disabled: Collection[Check] = (),
 ) -> Decision:
     """Decide whether ``certificate`` licenses ``complete`` under the trusted contract.
@@ -106,6 +114,11 @@ def verify(
         requirements: the trusted contract R_t for that task.
         ledger: the evidence ledger E_t built by the trusted adapter.
         certificate: the candidate certificate C_t, or None when the agent offered none.
+        answer: the answer the agent reports (slot -> value), or None to judge the certificate
+            alone. When given, it must name exactly the certified slots, each with the certified
+            value under the slot's comparison, or the decision is ``continue``
+            (COVERAGE_ANSWER_SLOT, REPLAY_ANSWER_MISMATCH; ADAPTER_ANSWER_MALFORMED when it is
+            not an object keyed by slot names).
         disabled: checks to switch off (ablations only).
 
     Returns:
@@ -115,7 +128,7 @@ def verify(
     try:
         enabled = ALL_CHECKS - frozenset(disabled)
         report = _Report(enabled)
-        claims = _verify(descriptor, requirements, ledger, certificate, report)
+        claims = _verify(descriptor, requirements, ledger, certificate, answer, report)
         return _decision(report.findings, claims)
     except Exception as e:  # noqa: BLE001 - fail closed is the contract.
         return Decision(
@@ -143,6 +156,7 @@ def _verify(
     requirements: Requirements,
     ledger: Ledger,
     certificate: Certificate | None,
+    answer: Mapping[str, Any] | None,
     report: _Report,
 ) -> list[ClaimResult]:
     # Algorithm 1, lines 1-2: the trusted inputs agree, and the certificate copies the
@@ -155,6 +169,9 @@ def _verify(
         # the adapter check ablated.
         report.findings.append(Finding(code=R.COVERAGE_NO_CLAIMS, path="$.claims"))
         return []
+    if answer is not None and not _is_answer(answer):
+        report.add(R.ADAPTER_ANSWER_MALFORMED, "answer", "an object of slot -> value")
+        answer = None
     if certificate.descriptor_digest != trusted_digest:
         report.add(
             R.ADAPTER_DESCRIPTOR_DIGEST_MISMATCH,
@@ -186,16 +203,61 @@ def _verify(
     # Lines 10-22: per claim.
     results = []
     memo = _facts_of_cited(certificate, by_id, descriptor.task_id)
+    rules: dict[int, _Rule] = {}
+    answered: set[str] = set()
     for index, claim in enumerate(certificate.claims):
         before = len(report.findings)
         slot = slots.get(claim.slot)
+        replayed: Any = _UNSET
         if slot is not None:
-            _check_claim(index, claim, slot, by_id, descriptor.task_id, report, memo)
+            # Slots often share one rule object; build its sets once.
+            rule = rules.get(id(slot.scope))
+            if rule is None:
+                rule = rules[id(slot.scope)] = _Rule(slot.scope)
+            replayed = _check_claim(
+                index, claim, slot, rule, by_id, descriptor.task_id, report, memo
+            )
+        if answer is not None and claim.slot not in answered:
+            answered.add(claim.slot)
+            _check_answer(index, claim, slot, replayed, answer, report)
         codes = tuple(
             sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
         )
         results.append(ClaimResult(index=index, slot=claim.slot, passed=not codes, codes=codes))
+    if answer is not None:
+        for name in answer:
+            if name not in answered:
+                report.add(R.COVERAGE_ANSWER_SLOT, f"answer.{name}", "a certified slot", name)
     return results
+
+
+def _is_answer(answer: object) -> bool:
+    return isinstance(answer, Mapping) and all(isinstance(k, str) for k in answer)
+
+
+def _check_answer(
+    index: int,
+    claim: Claim,
+    slot: SlotRequirement | None,
+    replayed: Any,
+    answer: Mapping[str, Any],
+    report: _Report,
+) -> None:
+    """The reported answer for ``claim.slot`` is the certified one (DESIGN section 12).
+
+    It must equal the claimed value and, when replay produced one, the replayed value, each
+    under the slot's comparison (a slot the contract lacks compares exactly).
+    """
+    path = f"answer.{claim.slot}"
+    if claim.slot not in answer:
+        report.add(R.COVERAGE_ANSWER_SLOT, path, claim.slot, "no answer")
+        return
+    reported = answer[claim.slot]
+    abs_tol, rel_tol = (0.0, 0.0) if slot is None else (slot.abs_tol, slot.rel_tol)
+    if not values_match(reported, claim.value, abs_tol, rel_tol) or (
+        replayed is not _UNSET and not values_match(reported, replayed, abs_tol, rel_tol)
+    ):
+        report.add(R.REPLAY_ANSWER_MISMATCH, path, _show(claim.value), _show(reported))
 
 
 def _check_contract(
@@ -284,7 +346,7 @@ class _Facts:
     A receipt cited by several claims is hashed and judged once; only scope depends on the slot.
     """
 
-    __slots__ = ("intact", "item", "ok", "scope_key", "sound", "task_ok", "validated")
+    __slots__ = ("intact", "item", "ok", "scope_key", "sound", "source", "task_ok", "validated")
 
     def __init__(self, receipt: Receipt, task_id: str, recomputed_value_hash: str) -> None:
         self.task_ok = receipt.task_id == task_id
@@ -299,6 +361,40 @@ class _Facts:
         )
         # The scope alone, so two receipts for the same scope collide.
         self.scope_key = (scope.entity, scope.attribute, scope.level, scope.date)
+        self.source = (receipt.tool_id, receipt.source_path)
+
+
+class _Rule:
+    """A slot's scope rule as sets, built once per rule per verification.
+
+    ``admits`` remembers its answer per receipt, so a receipt cited by several claims under the
+    same rule is judged once (the answer depends only on the receipt and the rule).
+    """
+
+    __slots__ = ("attributes", "dates", "entities", "judged", "levels", "sources", "tools")
+
+    def __init__(self, rule: ScopeRule) -> None:
+        self.entities = frozenset(rule.entities)
+        self.attributes = frozenset(rule.attributes)
+        self.levels = frozenset(rule.levels)
+        self.dates = frozenset(rule.dates)
+        self.sources = frozenset((s.tool_id, s.source_path) for s in rule.sources)
+        self.tools = frozenset(s.tool_id for s in rule.sources)
+        self.judged: dict[_Facts, bool] = {}
+
+    def admits(self, facts: _Facts) -> bool:
+        """The receipt's entity, attribute, level, date and (tool, path) are all allowed."""
+        known = self.judged.get(facts)
+        if known is None:
+            item = facts.item
+            known = self.judged[facts] = (
+                item.entity in self.entities
+                and item.attribute in self.attributes
+                and item.level in self.levels
+                and item.date in self.dates
+                and facts.source in self.sources
+            )
+        return known
 
 
 def _evidence_findings(
@@ -314,124 +410,102 @@ def _evidence_findings(
         report.add(R.EVIDENCE_UNVALIDATED, path, "validated", receipt.validation)
 
 
-def _sound_in_scope(
-    claim: Claim,
-    slot: SlotRequirement,
-    by_id: dict[str, Receipt | None],
-    task_id: str,
-    memo: dict[str, _Facts],
-) -> list[_Facts] | None:
-    """The cited receipts' facts when lines 11-15 would find nothing; else None.
+def _scope_findings(
+    path: str, facts: _Facts, slot: SlotRequirement, rule: _Rule, report: _Report
+) -> None:
+    item = facts.item
+    scope = slot.scope
+    if item.entity not in rule.entities:
+        report.add(R.SCOPE_ENTITY, path, list(scope.entities), item.entity)
+    if item.attribute not in rule.attributes:
+        report.add(R.SCOPE_ATTRIBUTE, path, list(scope.attributes), item.attribute)
+    if item.level not in rule.levels:
+        report.add(R.SCOPE_LEVEL, path, list(scope.levels), item.level)
+    if item.date not in rule.dates:
+        report.add(R.SCOPE_DATE, path, list(scope.dates), item.date)
+    tool_id, source_path = facts.source
+    if tool_id not in rule.tools:
+        report.add(R.SCOPE_TOOL, path, sorted(rule.tools), tool_id)
+    elif facts.source not in rule.sources:
+        allowed = sorted(p for t, p in rule.sources if t == tool_id)
+        report.add(R.SCOPE_SOURCE_PATH, path, allowed, source_path)
 
-    A cheap all-or-nothing test; any doubt falls through to the full pass, which is the one
-    that names findings. It must never accept what the full pass would reject.
-    """
-    evidence = claim.evidence
-    if not evidence or not slot.min_evidence <= len(evidence) <= slot.max_evidence:
-        return None
-    facts_list: list[_Facts] = []
-    for rid in evidence:
-        facts = memo.get(rid)
-        if facts is None:
-            return None  # absent, or an id whose copies conflict
-        facts_list.append(facts)
-    if len({f.scope_key for f in facts_list}) != len(facts_list):
-        return None  # a repeated citation or two receipts for one scope
-    rule = slot.scope
-    entities, attributes = frozenset(rule.entities), frozenset(rule.attributes)
-    levels, dates = frozenset(rule.levels), frozenset(rule.dates)
-    if all(
-        f.sound
-        and f.item.entity in entities
-        and f.item.attribute in attributes
-        and f.item.level in levels
-        and f.item.date in dates
-        for f in facts_list
-    ):
-        return facts_list
-    return None
+
+_UNSET: Final = object()
+"""Replay produced no value (it failed, or evidence was unavailable)."""
 
 
 def _check_claim(
     index: int,
     claim: Claim,
     slot: SlotRequirement,
+    rule: _Rule,
     by_id: dict[str, Receipt | None],
     task_id: str,
     report: _Report,
     memo: dict[str, _Facts],
-) -> None:
-    cited_facts = _sound_in_scope(claim, slot, by_id, task_id, memo)
-    if cited_facts is not None:
-        # Fast path: every citation is present, sound and in scope, so lines 11-15 report
-        # nothing; go straight to the transform and replay checks.
-        _check_transform(f"$.claims[{index}]", claim, slot, report)
-        _check_replay(f"$.claims[{index}]", claim, slot, cited_facts, False, report)
-        return
-    base = f"$.claims[{index}]"
-    cited: list[tuple[int, Receipt, _Facts]] = []
-    cited_ids: set[str] = set()
+) -> Any:
+    """Lines 11-21 for one claim; returns the replayed value when it equals the claimed one
+    (``_UNSET`` when replay failed, could not run, or disagrees with the claim).
+
+    One path for every claim: the loop tests each citation against precomputed sets and builds
+    a finding (and its path string) only for what fails.
+    """
+    cited: list[_Facts] = []
     unavailable = False
+    evidence = claim.evidence
 
     # Lines 11-15, one pass over the citations: evidence exists, is this task's, intact,
-    # successful and validated (11-12); it matches the slot's entity, attribute, level and date
-    # scope, and no two cited receipts share a scope (14-15).
-    if not claim.evidence:
-        report.add(R.EVIDENCE_EMPTY, f"{base}.evidence")
-    if len(set(claim.evidence)) != len(claim.evidence):
-        report.add(R.EVIDENCE_DUPLICATE_CITATION, f"{base}.evidence")
-    rule = slot.scope
-    entities, attributes = frozenset(rule.entities), frozenset(rule.attributes)
-    levels, dates = frozenset(rule.levels), frozenset(rule.dates)
+    # successful and validated (11-12); it comes from an allowed tool at an allowed value path
+    # and matches the slot's entity, attribute, level and date scope, and no two cited receipts
+    # share a scope (14-15).
+    if not evidence:
+        report.add(R.EVIDENCE_EMPTY, f"$.claims[{index}].evidence")
+    elif len(set(evidence)) != len(evidence):
+        report.add(R.EVIDENCE_DUPLICATE_CITATION, f"$.claims[{index}].evidence")
+    cited_ids: set[str] = set()
     scopes_seen: set[tuple[str, str, str, str | None]] = set()
-    for position, rid in enumerate(claim.evidence):
-        receipt = by_id.get(rid)
-        if receipt is None:
+    for position, rid in enumerate(evidence):
+        facts = memo.get(rid)
+        if facts is None:
+            # Absent, or an id whose copies conflict (COVERAGE_CONFLICTING_RECEIPT_ID).
             unavailable = True
             if rid not in by_id:
-                report.add(R.EVIDENCE_RECEIPT_ABSENT, f"{base}.evidence[{position}]", got=rid)
+                report.add(
+                    R.EVIDENCE_RECEIPT_ABSENT, f"$.claims[{index}].evidence[{position}]", got=rid
+                )
             continue
         if rid in cited_ids:
             continue  # already judged; the repeat is EVIDENCE_DUPLICATE_CITATION
         cited_ids.add(rid)
-        facts = memo[rid]
-        cited.append((position, receipt, facts))
-        item = facts.item
+        cited.append(facts)
         if not facts.sound:
-            _evidence_findings(f"{base}.evidence[{position}]", receipt, facts, task_id, report)
-        if (
-            item.entity in entities
-            and item.attribute in attributes
-            and item.level in levels
-            and item.date in dates
-            and facts.scope_key not in scopes_seen
-        ):
-            scopes_seen.add(facts.scope_key)
+            receipt = by_id[rid]
+            assert receipt is not None
+            path = f"$.claims[{index}].evidence[{position}]"
+            _evidence_findings(path, receipt, facts, task_id, report)
+        key = facts.scope_key
+        if rule.admits(facts) and key not in scopes_seen:
+            scopes_seen.add(key)
             continue
-        path = f"{base}.evidence[{position}]"
-        if item.entity not in entities:
-            report.add(R.SCOPE_ENTITY, path, list(rule.entities), item.entity)
-        if item.attribute not in attributes:
-            report.add(R.SCOPE_ATTRIBUTE, path, list(rule.attributes), item.attribute)
-        if item.level not in levels:
-            report.add(R.SCOPE_LEVEL, path, list(rule.levels), item.level)
-        if item.date not in dates:
-            report.add(R.SCOPE_DATE, path, list(rule.dates), item.date)
-        if facts.scope_key in scopes_seen:
+        path = f"$.claims[{index}].evidence[{position}]"
+        _scope_findings(path, facts, slot, rule, report)
+        if key in scopes_seen:
             report.add(R.SCOPE_DUPLICATE, path, got=rid)
-        scopes_seen.add(facts.scope_key)
-    count = len(claim.evidence)
+        scopes_seen.add(key)
+    count = len(evidence)
     if not slot.min_evidence <= count <= slot.max_evidence:
         report.add(
             R.SCOPE_CARDINALITY,
-            f"{base}.evidence",
+            f"$.claims[{index}].evidence",
             f"{slot.min_evidence}..{slot.max_evidence}",
             count,
         )
 
+    base = f"$.claims[{index}]"
     _check_transform(base, claim, slot, report)
     # Lines 20-21: replay the declared transform over the cited values.
-    _check_replay(base, claim, slot, [facts for _, _, facts in cited], unavailable, report)
+    return _check_replay(base, claim, slot, cited, unavailable, report)
 
 
 def _check_transform(base: str, claim: Claim, slot: SlotRequirement, report: _Report) -> None:
@@ -458,23 +532,25 @@ def _check_replay(
     cited: list[_Facts],
     unavailable: bool,
     report: _Report,
-) -> None:
+) -> Any:
     path = f"{base}.value"
     if claim.value is None and not slot.nullable:
         report.add(R.REPLAY_NULL_NOT_ALLOWED, path, "non-null", "null")
     if unavailable:
         report.add(R.REPLAY_EVIDENCE_UNAVAILABLE, f"{base}.evidence")
-        return
+        return _UNSET
     items = [facts.item for facts in cited]
     try:
         result = replay(claim.transform, items)
     except ReplayError as e:
         report.add(e.code, path, got=e.detail)
-        return
+        return _UNSET
     if result is None and not slot.nullable:
         report.add(R.REPLAY_NULL_NOT_ALLOWED, path, "non-null", "null")
     if not values_match(claim.value, result, slot.abs_tol, slot.rel_tol):
         report.add(R.REPLAY_VALUE_MISMATCH, path, _show(result), _show(claim.value))
+        return _UNSET  # the claim is already refused; the answer is held to the claim alone
+    return result
 
 
 def _show(value: Any) -> str:

@@ -18,6 +18,7 @@ from harness.ect.model import (
     Scope,
     ScopeRule,
     SlotRequirement,
+    Source,
     TaskDescriptor,
     descriptor_digest,
     ledger_digest,
@@ -70,7 +71,11 @@ def regional_sum() -> Example:
         required_slots=("total_visits", "busiest_site"),
     )
     scope = ScopeRule(
-        entities=tuple(_VISITS), attributes=("visits",), levels=("site",), dates=("2024-03",)
+        entities=tuple(_VISITS),
+        attributes=("visits",),
+        levels=("site",),
+        dates=("2024-03",),
+        sources=(Source(tool_id="get_metric", source_path="/body/value"),),
     )
     requirements = Requirements(
         task_id=descriptor.task_id,

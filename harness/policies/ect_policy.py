@@ -3,7 +3,8 @@
 Decision rule:
 
 1. Run the verifier (paper Algorithm 1) on the view's descriptor, contract, ledger and
-   certificate. ``complete`` iff every enabled check passes (no certificate is ``continue``).
+   certificate, and the answer the agent reports (when the view has one): ``complete`` iff every
+   enabled check passes and the answer is the certified one (no certificate is ``continue``).
 2. Otherwise apply the recovery check. When the trace ends with the same failing request
    issued ``STAGNATION_REPEATS`` or more times in a row, the agent is stagnating:
    - a recovery is available (``view.recovery``): ``continue`` with ``RECOVERY_AVAILABLE`` -
@@ -113,6 +114,7 @@ class EctPolicy:
             view.requirements,
             view.ledger,
             view.certificate,
+            answer=view.answer,
             disabled=self._disabled,
         )
         codes = tuple(code.value for code in verdict.reason_codes)

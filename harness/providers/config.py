@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, digest
+from harness.canonical import Domain, check_strict_json, digest
 from harness.errors import GenerationConfigError
 
 __all__ = [
@@ -245,6 +245,10 @@ def decode_generation_config(data: bytes, *, origin: str) -> GenerationConfig:
     Raises:
         GenerationConfigError: when the document is not a complete, valid config.
     """
+    try:
+        check_strict_json(data)
+    except ValueError as e:
+        raise GenerationConfigError(f"generation config {origin} is not strict JSON: {e}") from e
     try:
         return msgspec.json.decode(data, type=GenerationConfig)
     except msgspec.ValidationError as e:

@@ -7,8 +7,8 @@ renders it into a ``ProviderRequest``, and ``verdict`` reads a result back (None
 failed: the policy maps that to ``continue``).
 
 Views are blinded by construction: their types have no field for split, fault or gold, and the
-request refuses any such key. This module does not decide anything itself; the simulated
-critic's behaviour lives in ``sim_critic``.
+request builder checks the view's type (never the agent's keys in it). This module does not
+decide anything itself; the simulated critic's behaviour lives in ``sim_critic``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
+from harness.providers.blinding import check_blinded
 from harness.providers.config import FULL_TRACE_CRITIC_SEED, GenerationConfig
 from harness.providers.kinds import Role
 from harness.providers.prompts import render_prompt
@@ -166,6 +167,7 @@ def critic_request(
         seed = FULL_TRACE_CRITIC_SEED
     elif seed is None:
         raise ValueError("the critic core's model path needs the cell's seed")
+    check_blinded(view, what=prompt_id)
     plain = msgspec.to_builtins(view)
     return ProviderRequest(
         role=Role.CRITIC,

@@ -9,9 +9,10 @@ declare ``complete`` with an answer and a certificate, or declare ``stuck``. The
 the agent's own: nothing fills its digests in, so one copied before the latest tool call fails
 binding.
 
-Views are blinded by construction (no field for split, fault, gold or the oracle, and the request
-refuses any such key). This module builds requests and reads results; it decides nothing and
-runs no tool. The simulated planner's behaviour lives in ``sim_planner``.
+Views are blinded by construction (no field for split, fault, gold or the oracle; the request
+builder checks the view's type, never the agent's keys in it). This module builds requests and
+reads results; it decides nothing and runs no tool. The simulated planner's behaviour lives in
+``sim_planner``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
+from harness.providers.blinding import check_blinded
 from harness.providers.config import GenerationConfig
 from harness.providers.kinds import Role
 from harness.providers.prompts import render_prompt
@@ -275,6 +277,7 @@ def planner_request(
     view: PlannerView, *, cell_id: str, seed: int, config: GenerationConfig
 ) -> ProviderRequest:
     """Render ``planner.v1`` for ``view`` into a request at the cell's seed."""
+    check_blinded(view, what=PLANNER_PROMPT)
     # Through JSON bytes, so the view is exactly what a model reads: lists, never tuples.
     plain = msgspec.json.decode(msgspec.json.encode(view))
     return ProviderRequest(

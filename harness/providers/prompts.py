@@ -7,7 +7,7 @@ substitutes the view's canonical JSON (sorted keys, two-space indent), so the sa
 renders to the same bytes. A changed prompt is a new file with a new version, never an edit:
 prompt files are digested into the study lock (``prompt_bytes``).
 
-Rendering refuses a view that carries split, fault or gold fields (see ``blinding``). This
+The request builders check a view's blinding on its typed form (see ``blinding``). This
 module reads packaged files; it performs no other I/O and never calls a provider.
 """
 
@@ -25,7 +25,6 @@ import msgspec
 
 from harness.canonical import NonCanonicalError, canonical_bytes
 from harness.errors import PromptTemplateError
-from harness.providers.blinding import check_blinded
 from harness.providers.protocol import Message
 
 __all__ = [
@@ -131,12 +130,13 @@ def view_json(view: Any) -> str:
 def render_prompt(prompt_id: str, view: Any) -> tuple[Message, ...]:
     """Render ``prompt_id`` from ``view``: a system message and one user message.
 
+    The view's blinding is checked on its typed form by the request builders
+    (``check_blinded``), never here on plain JSON, whose keys may be the agent's.
+
     Raises:
-        PromptBlindingError: when the view carries split, fault or gold fields.
         PromptTemplateError: when the prompt is missing or malformed, or the view cannot be
             encoded canonically.
     """
-    check_blinded(view, what=prompt_id)
     template = load_prompt(prompt_id)
     return (
         Message(role="system", text=template.system),

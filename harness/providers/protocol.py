@@ -21,7 +21,6 @@ import msgspec
 
 from harness.canonical import Domain, digest
 from harness.providers.audit import AttemptRecord, Audit
-from harness.providers.blinding import check_blinded
 from harness.providers.config import GenerationConfig, check_seed
 from harness.providers.kinds import FailureKind, ProviderName, Role
 from harness.providers.schema import check_schema
@@ -44,8 +43,9 @@ class ProviderRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         cell_id: the schedule cell (or static snapshot) the call belongs to.
         prompt_id: versioned prompt the messages were rendered from, e.g. ``critic.v1``.
         messages: the rendered conversation; the last turn is the user's.
-        view: the structured JSON the prompt was rendered from (blinded: never split, fault
-            or gold). Simulated behaviours read it instead of parsing prose.
+        view: the structured JSON the prompt was rendered from (blinded: its typed view was
+            checked by ``check_blinded`` when the request was built). Simulated behaviours read
+            it instead of parsing prose.
         response_schema: JSON Schema (supported subset, object root) the output must satisfy.
         seed: sampling seed (the cell's seed; 2705 for the full-trace critic).
         config: the frozen generation config.
@@ -69,7 +69,6 @@ class ProviderRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
             raise ValueError("a system message may appear only first")
         check_seed(self.seed)
         check_schema(self.response_schema)
-        check_blinded(self.view, what=self.prompt_id)
 
     def digest(self) -> str:
         """The request hash: ``provider.request.v1`` digest of the canonical request."""

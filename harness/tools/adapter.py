@@ -3,7 +3,10 @@
 For each call ``(call_id, tool_id, args, response)`` the adapter records, per value the tool's
 response carries: the args and response hashes (``Domain.TOOL_ARGS`` / ``TOOL_RESPONSE``), the
 JSON-pointer source path of the value, the value and its hash, the execution status (``ok``
-only when the transport envelope *and* the nested body both say ok), the validation state
+only when the transport envelope *and* the nested body both say ok, and no status field says
+otherwise and no error object is set anywhere the tool's response schema allows one: the
+paper's "nested error beneath transport success" includes ``{"status": "ok", "error": {...}}``),
+the validation state
 (``validated`` only when the whole response matches the tool's declared response schema) and
 the structured scope (entity, attribute, level, date) read from the response's echo fields,
 falling back to the request's arguments.
@@ -25,12 +28,20 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from harness.canonical import Domain, NonCanonicalError, digest
-from harness.ect.model import Ledger, Receipt, Scope, value_hash
+from harness.ect.model import Ledger, Receipt, Scope, Source, value_hash
 from harness.errors import ToolTraceError
 from harness.tools.catalog import catalog
 from harness.tools.schema import validate
 
-__all__ = ["ToolCall", "build_ledger", "receipts_for_call", "response_schema"]
+__all__ = [
+    "VALUE_PATHS",
+    "ToolCall",
+    "build_ledger",
+    "receipts_for_call",
+    "response_ok",
+    "response_schema",
+    "value_source",
+]
 
 _UNKNOWN: Final = "unknown"
 _MAX_ID: Final = 256
@@ -53,6 +64,73 @@ _RESPONSE_SCHEMAS: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
 def response_schema(tool_id: str) -> Mapping[str, Any] | None:
     """The declared response schema of ``tool_id`` (None for a tool not in the catalog)."""
     return _RESPONSE_SCHEMAS.get(tool_id)
+
+
+VALUE_PATHS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "get_metric": "/body/value",
+        "list_children": "/body/children",
+        "get_parent": "/body/parent",
+    }
+)
+"""The JSON pointer of the one value a single-value tool's response carries (the home of
+these paths: ``_sites`` records them, contracts allow them)."""
+
+
+def value_source(tool_id: str) -> Source:
+    """The contract ``Source`` of a single-value tool's value.
+
+    Raises:
+        KeyError: for a tool whose response has no single value path.
+    """
+    return Source(tool_id=tool_id, source_path=VALUE_PATHS[tool_id])
+
+
+def _status_sites(schema: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Paths of every object the schema declares with a ``status`` or ``error`` property."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    found = [path] if "status" in properties or "error" in properties else []
+    for name, sub in properties.items():
+        if name not in ("status", "error") and isinstance(sub, Mapping):
+            found.extend(_status_sites(sub, (*path, name)))
+    return found
+
+
+_ENVELOPE_AND_BODY: Final = ((), ("body",))
+_STATUS_SITES: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = MappingProxyType(
+    {
+        tool_id: tuple(dict.fromkeys((*_ENVELOPE_AND_BODY, *_status_sites(schema))))
+        for tool_id, schema in _RESPONSE_SCHEMAS.items()
+    }
+)
+
+
+def _at(response: Any, path: tuple[str, ...]) -> Any:
+    node = response
+    for name in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(name)
+    return node
+
+
+def response_ok(tool_id: str, response: Any) -> bool:
+    """True when the call succeeded: the envelope and the body both say ``ok``, and no object
+    the response schema gives a ``status`` or ``error`` (the envelope and body always) carries
+    another status or a non-null error."""
+    envelope = response if isinstance(response, dict) else {}
+    body = envelope.get("body")
+    if envelope.get("status") != "ok" or not isinstance(body, dict) or body.get("status") != "ok":
+        return False
+    for path in _STATUS_SITES.get(tool_id, _ENVELOPE_AND_BODY):
+        node = _at(response, path)
+        if isinstance(node, dict) and (
+            node.get("error") is not None or node.get("status", "ok") != "ok"
+        ):
+            return False
+    return True
 
 
 class _Site(NamedTuple):
@@ -82,13 +160,13 @@ def _sites(tool_id: str, args: Mapping[str, Any], body: Mapping[str, Any]) -> li
             if name in body
         ]
     if tool_id == "list_children" and "children" in body:
-        return [_Site("/body/children", body["children"], "children", None)]
+        return [_Site(VALUE_PATHS[tool_id], body["children"], "children", None)]
     if tool_id == "get_parent" and "parent" in body:
-        return [_Site("/body/parent", body["parent"], "parent", None)]
+        return [_Site(VALUE_PATHS[tool_id], body["parent"], "parent", None)]
     metric = _text(body.get("metric"), _text(args.get("metric"), _UNKNOWN))
     if tool_id == "get_metric" and "value" in body:
         period = _date(body.get("period")) or _date(args.get("period"))
-        return [_Site("/body/value", body["value"], metric, period)]
+        return [_Site(VALUE_PATHS[tool_id], body["value"], metric, period)]
     if tool_id == "get_series" and isinstance(body.get("points"), list):
         return [
             _Site(f"/body/points/{index}/value", point["value"], metric, _date(point.get("period")))
@@ -114,7 +192,7 @@ def receipts_for_call(task_id: str, call: ToolCall) -> tuple[Receipt, ...]:
     envelope: Mapping[str, Any] = response if isinstance(response, dict) else {}
     body = envelope.get("body")
     body = body if isinstance(body, dict) else {}
-    ok = envelope.get("status") == "ok" and body.get("status") == "ok"
+    ok = response_ok(call.tool_id, response)
     schema = _RESPONSE_SCHEMAS.get(call.tool_id)
     validated = schema is not None and validate(response, schema) is None
     entity = _text(body.get("entity"), _text(call.args.get("entity"), _UNKNOWN))

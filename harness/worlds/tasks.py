@@ -26,6 +26,7 @@ from harness.ect.model import (
     descriptor_digest,
 )
 from harness.ect.transforms import Transform
+from harness.tools.adapter import value_source
 from harness.worlds.world import Split
 
 __all__ = [
@@ -182,11 +183,13 @@ def _rule(items: tuple[EvidenceItem, ...]) -> ScopeRule:
         attributes=_unique(i.scope.attribute for i in items),
         levels=_unique(i.scope.level for i in items),
         dates=_unique(i.scope.date for i in items),
+        sources=_unique(value_source(i.call.tool_id) for i in items),
     )
 
 
 def requirements_for(descriptor: TaskDescriptor, slots: tuple[SlotPlan, ...]) -> Requirements:
-    """The trusted contract R_t: per slot, the exact transform, scope and cardinality.
+    """The trusted contract R_t: per slot, the exact transform, scope, cardinality, and the
+    tools and value paths the cited receipts may come from (those of the planned calls).
 
     Plans are built so that each slot's scope rule (a product of entities, attributes, levels
     and dates) holds exactly the planned scopes, so ``min = max = len(evidence)`` together with

@@ -83,4 +83,15 @@ def test_help_lists_every_command() -> None:
     rows = done.stdout.split("Commands:")[1].splitlines()
     # A command row starts with two spaces; wrapped help continues further indented.
     listed = {row.split()[0] for row in rows if row.startswith("  ") and row[2] != " "}
-    assert listed == {"schema", "verify", *_LAZY}
+    assert listed == {"examples", "schema", "verify", *_LAZY}
+
+
+def test_an_older_python_gets_one_line_naming_the_fix() -> None:
+    # The guard reads sys.version_info before anything else of the package is imported.
+    code = "import sys; sys.version_info = (3, 10, 14, 'final', 0); import harness.cli"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: ect-harness needs Python >= 3.11 (this is 3.10): run it with a newer python3, "
+        "e.g. PYTHON=/path/to/python3.11 scripts/run"
+    ]

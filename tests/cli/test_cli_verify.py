@@ -9,9 +9,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from harness.cli import main
+from harness.ect import MAX_INPUT_BYTES
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "examples" / "regional-sum"
 
@@ -93,6 +94,15 @@ def test_schema_prints_json_schema(kind: str) -> None:
     assert schema["$ref"].startswith("#/$defs/")
 
 
+def test_schema_of_the_decision_lists_every_reason_code() -> None:
+    from harness.ect import ReasonCode
+
+    schema = json.loads(CliRunner().invoke(main, ["schema", "decision"]).stdout)
+    assert sorted(schema["$defs"]["ReasonCode"]["enum"]) == sorted(
+        code.value for code in ReasonCode
+    )
+
+
 def test_schema_refuses_extra_fields() -> None:
     schema = json.loads(CliRunner().invoke(main, ["schema", "certificate"]).stdout)
     assert schema["$defs"]["Certificate"]["additionalProperties"] is False
@@ -109,3 +119,108 @@ def test_python_dash_m_harness_runs() -> None:
 def test_log_json_flag_accepted() -> None:
     result = CliRunner().invoke(main, ["--log-json", *_args(EXAMPLE)])
     assert result.exit_code == 0
+
+
+def _one_line_exit_2(result: Result) -> str:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+UNUSABLE = {
+    "deep-nesting": b"[" * 100_000 + b"]" * 100_000,
+    "deep-objects": b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    "invalid-utf8": b'{"task_id": "\xff\xfe"}',
+    "duplicate-key": b'{"task_id": "a", "task_id": "b"}',
+    "nan-literal": b'{"value": NaN}',
+    "not-json": b"{not json",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", ["descriptor", "requirements", "ledger", "certificate", "answer"])
+@pytest.mark.parametrize("content", list(UNUSABLE), ids=list(UNUSABLE))
+def test_verify_undecodable_input_exit_2(tmp_path: Path, name: str, content: str) -> None:
+    directory = _copy(tmp_path)
+    (directory / "answer.json").write_text('{"total_visits": 293, "busiest_site": "site-a"}')
+    (directory / f"{name}.json").write_bytes(UNUSABLE[content])
+    args = [*_args(directory), "--answer", str(directory / "answer.json")]
+    line = _one_line_exit_2(CliRunner().invoke(main, args))
+    assert line.startswith(f"error: {name} file ")
+
+
+@pytest.mark.parametrize("name", ["descriptor", "certificate", "answer"])
+def test_verify_input_over_the_size_limit_exit_2(tmp_path: Path, name: str) -> None:
+    directory = _copy(tmp_path)
+    (directory / "answer.json").write_text("{}")
+    (directory / f"{name}.json").write_bytes(b" " * MAX_INPUT_BYTES + b"{}")
+    args = [*_args(directory), "--answer", str(directory / "answer.json")]
+    line = _one_line_exit_2(CliRunner().invoke(main, args))
+    assert line.endswith(f"is larger than the {MAX_INPUT_BYTES}-byte input limit")
+
+
+@pytest.mark.parametrize(
+    ("slot", "given"),
+    [
+        ("descriptor", "certificate"),
+        ("requirements", "descriptor"),
+        ("ledger", "requirements"),
+        ("descriptor", "ledger"),
+    ],
+)
+def test_verify_trusted_input_of_the_wrong_kind_exit_2(
+    tmp_path: Path, slot: str, given: str
+) -> None:
+    directory = _copy(tmp_path)
+    (directory / f"{slot}.json").write_bytes((EXAMPLE / f"{given}.json").read_bytes())
+    line = _one_line_exit_2(CliRunner().invoke(main, _args(directory)))
+    assert line.startswith(f"error: {slot} file ")
+    assert f"is not a usable {slot}" in line
+
+
+def test_verify_deep_nesting_in_a_real_process_exit_2(tmp_path: Path) -> None:
+    directory = _copy(tmp_path)
+    (directory / "descriptor.json").write_bytes(UNUSABLE["deep-nesting"])
+    run = subprocess.run(
+        [sys.executable, "-m", "harness", *_args(directory)], capture_output=True, check=False
+    )
+    assert run.returncode == 2
+    assert run.stdout == b""
+    assert b"Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def _answer(tmp_path: Path, answer: object) -> list[str]:
+    path = tmp_path / "answer.json"
+    path.write_text(json.dumps(answer))
+    return [*_args(EXAMPLE), "--answer", str(path)]
+
+
+def test_verify_certified_answer_complete_exit_0(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, _answer(tmp_path, {"total_visits": 293, "busiest_site": "site-a"})
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["decision"] == "complete"
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        ({"total_visits": 290, "busiest_site": "site-a"}, "REPLAY_ANSWER_MISMATCH"),
+        ({"total_visits": 293.0, "busiest_site": "site-a"}, "REPLAY_ANSWER_MISMATCH"),
+        ({"total_visits": 293}, "COVERAGE_ANSWER_SLOT"),
+        ({"total_visits": 293, "busiest_site": "site-a", "x": 1}, "COVERAGE_ANSWER_SLOT"),
+        ([293, "site-a"], "ADAPTER_ANSWER_MALFORMED"),
+    ],
+    ids=["altered-value", "float-for-int", "missing-slot", "extra-slot", "not-an-object"],
+)
+def test_verify_answer_not_the_certified_one_continue_exit_1(
+    tmp_path: Path, answer: object, code: str
+) -> None:
+    result = CliRunner().invoke(main, _answer(tmp_path, answer))
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["reason_codes"] == [code]

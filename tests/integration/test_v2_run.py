@@ -31,7 +31,6 @@ from harness.providers import (
     memory_audit,
 )
 from harness.providers.audit import Audit
-from harness.providers.blinding import blinding_findings
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import finalize_store, read_store, verify_store
 from harness.studies.v2.loop import run_cell
@@ -149,7 +148,6 @@ def test_v2_prompts_are_blinded_and_hold_only_the_cells_own_state() -> None:
     for row in rows:
         for request in seen[row.cell_id]:
             assert request.cell_id == row.cell_id
-            assert blinding_findings(request.view) == []
             for message in request.messages:
                 assert words.search(message.text) is None, (row.cell_id, words.search(message.text))
             if request.role is Role.PLANNER:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import msgspec
@@ -9,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import ect
-from harness.ect.transforms import ArgMax, ArgMin, Max, Mean, Min, Sum, TopK
+from harness.ect.transforms import ArgMax, ArgMin, Max, Mean, Min, Sum, TopK, values_match
 from harness.examples import regional_sum
 
 replace = msgspec.structs.replace
@@ -148,3 +151,127 @@ def test_disabling_checks_never_raises(disabled: set[ect.Check]) -> None:
     decision = ect.verify(*EX, disabled=disabled)
     assert decision.decision in (ect.Verdict.COMPLETE, ect.Verdict.CONTINUE)
     assert all(ect.check_of(c) not in disabled for c in decision.reason_codes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers compare exactly (integers as integers; tolerance only where the contract gives it).
+
+big_ints = st.integers(min_value=-(2**70), max_value=2**70)
+
+
+def _sum_example(
+    values: Sequence[int | float], *, abs_tol: float = 0.0, rel_tol: float = 0.0
+) -> Any:
+    """The worked example with receipt values ``values`` (three sites) and the total slot's
+    tolerance set; the certificate is re-bound to the new ledger."""
+    receipts = tuple(
+        replace(r, value=v, value_hash=ect.value_hash(v))
+        for r, v in zip(EX.ledger.receipts, values, strict=True)
+    )
+    first = replace(EX.requirements.slots[0], abs_tol=abs_tol, rel_tol=rel_tol)
+    slots = (first, *EX.requirements.slots[1:])
+    ledger = replace(EX.ledger, receipts=receipts)
+    certificate = replace(EX.certificate, ledger_digest=ect.ledger_digest(receipts))
+    return EX._replace(
+        requirements=replace(EX.requirements, slots=slots), ledger=ledger, certificate=certificate
+    )
+
+
+def _claim_total(ex: Any, total: Any) -> Any:
+    claims = (replace(ex.certificate.claims[0], value=total), *ex.certificate.claims[1:])
+    return ex._replace(certificate=replace(ex.certificate, claims=claims))
+
+
+def _busiest(values: Sequence[int | float]) -> str:
+    sites = [r.scope.entity for r in EX.ledger.receipts]
+    return sorted(zip(values, sites, strict=True), key=lambda p: (-p[0], p[1]))[0][1]
+
+
+@given(values=st.lists(big_ints, min_size=3, max_size=3), delta=big_ints)
+@settings(max_examples=300)
+def test_integer_sums_compare_as_integers(values: list[int], delta: int) -> None:
+    ex = _sum_example(values)
+    ex = ex._replace(
+        certificate=replace(
+            ex.certificate,
+            claims=(
+                ex.certificate.claims[0],
+                replace(ex.certificate.claims[1], value=_busiest(values)),
+            ),
+        )
+    )
+    total = sum(values)
+    assert ect.verify(*_claim_total(ex, total))
+    # Any other integer is refused, however large the numbers; a float never stands for the
+    # integer total, even when it is the nearest double (2**53 + 1 + 75 + 99 -> ...168.0).
+    if delta:
+        assert not ect.verify(*_claim_total(ex, total + delta))
+    as_float = float(total)
+    decision = ect.verify(*_claim_total(ex, as_float))
+    assert decision.reason_codes == (ect.ReasonCode.REPLAY_VALUE_MISMATCH,)
+
+
+def test_the_reported_rounding_case_is_refused() -> None:
+    values = [2**53 + 1, 75, 99]
+    ex = _sum_example(values)
+    ex = ex._replace(
+        certificate=replace(
+            ex.certificate,
+            claims=(
+                ex.certificate.claims[0],
+                replace(ex.certificate.claims[1], value=_busiest(values)),
+            ),
+        )
+    )
+    assert ect.verify(*_claim_total(ex, 9007199254741167))
+    assert not ect.verify(*_claim_total(ex, 9007199254741168.0))
+    assert not ect.verify(*_claim_total(ex, 9007199254741168))
+
+
+@given(zero=st.sampled_from([0.0, -0.0]), tol=st.sampled_from([0.0, 0.5, 1e-9]))
+def test_a_count_of_zero_is_the_integer_zero(zero: float, tol: float) -> None:
+    ex = _sum_example([0, 0, 0], abs_tol=tol)
+    ex = ex._replace(
+        certificate=replace(
+            ex.certificate,
+            claims=(
+                ex.certificate.claims[0],
+                replace(ex.certificate.claims[1], value=_busiest([0, 0, 0])),
+            ),
+        )
+    )
+    assert ect.verify(*_claim_total(ex, 0))
+    assert not ect.verify(*_claim_total(ex, zero))
+
+
+@given(
+    values=st.lists(
+        st.floats(min_value=-1e12, max_value=1e12, allow_nan=False) | big_ints,
+        min_size=3,
+        max_size=3,
+    ),
+    claimed=st.floats(allow_nan=False, allow_infinity=True) | big_ints,
+    abs_tol=st.sampled_from([0.0, 1e-9, 0.5, 2.0]),
+    rel_tol=st.sampled_from([0.0, 1e-12, 1e-6]),
+)
+@settings(max_examples=400)
+def test_mixed_numbers_match_exactly_within_the_contract_tolerance(
+    values: list[int | float], claimed: int | float, abs_tol: float, rel_tol: float
+) -> None:
+    if all(type(v) is int for v in values):
+        replayed: int | float = sum(values)
+    else:
+        replayed = math.fsum(values)
+    got = values_match(claimed, replayed, abs_tol, rel_tol)
+    if type(replayed) is int and type(claimed) is not int:
+        assert not got  # a float never stands for an integer result
+        return
+    if isinstance(claimed, float) and not math.isfinite(claimed):
+        assert not got
+        return
+    exact = abs(Fraction(claimed) - Fraction(replayed)) <= max(
+        Fraction(abs_tol), Fraction(rel_tol) * abs(Fraction(replayed))
+    )
+    assert got is exact
+    if abs_tol == 0.0 and rel_tol == 0.0:
+        assert got is (claimed == replayed)

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from harness.canonical import canonical_bytes
 from harness.providers import SimulatedProvider, Stream, default_generation_config, memory_audit
-from harness.providers.blinding import WITHHELD_WORDS, blinding_findings
 from harness.providers.critic import (
     CRITIC_OUTPUT_SCHEMA,
     TaskBrief,
@@ -22,6 +21,7 @@ from harness.providers.critic import (
 from harness.providers.prompts import render_prompt
 from harness.providers.schema import validate
 
+WITHHELD_WORDS = ("split", "fault", "gold", "oracle")
 WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
 
 json_values = st.recursive(
@@ -72,13 +72,26 @@ def test_validate_is_total_on_any_json(instance: Any) -> None:
 
 
 @given(
-    view=json_values,
+    content=json_values,
     word=st.sampled_from(WITHHELD_WORDS),
     case=st.sampled_from([str.lower, str.upper, str.title]),
 )
-def test_blinding_catches_a_withheld_key_anywhere(view: Any, word: str, case: Any) -> None:
-    poisoned = {"outer": [view, {"inner": {f"x_{case(word)}_y": 1}}]}
-    assert "$.outer[1].inner." + f"x_{case(word)}_y" in blinding_findings(poisoned)
+@settings(max_examples=60, deadline=None)
+def test_agent_content_with_any_keys_is_rendered_as_data(
+    content: Any, word: str, case: Any
+) -> None:
+    # Keys the agent wrote (tool arguments, answer keys) may contain a withheld word: blinding
+    # judges the view's type, never agent data, so the request is built and carries it as is.
+    key = f"x_{case(word)}_y"
+    args = {key: content, word: 1}
+    step = TraceStep(index=0, tool="t", arguments=args, status="ok", response=content)
+    task = TaskBrief(task_id="t", question="q", required_slots=("a",))
+    for full in (False, True):
+        view = critic_view(task, {key: content}, (step,), full_trace=full)
+        request = critic_request(
+            view, cell_id="c", seed=None if full else 1, config=default_generation_config()
+        )
+        assert request.view["answer"] == {key: content}
 
 
 @given(view=st.dictionaries(clean_text, clean_values, max_size=5))

@@ -43,6 +43,7 @@ def test_core_imports_nothing_impure() -> None:
         "enum",
         "typing",
         "math",
+        "fractions",
         "json",
         "msgspec",
         "msgspec.structs",

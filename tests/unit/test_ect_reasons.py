@@ -60,6 +60,13 @@ def _decode_case(part: int, data: bytes) -> ect.Decision:
     return ect.verify_json(*parts)  # type: ignore[arg-type]
 
 
+ANSWER: dict[str, object] = {"total_visits": 293, "busiest_site": "site-a"}
+
+
+def _decode_case_answer(answer: bytes) -> ect.Decision:
+    return ect.verify_json(*_json(_ex()), answer=answer)
+
+
 def _extra_slot() -> Example:
     ex = _ex()
     extra = replace(ex.certificate.claims[0], slot="bonus")
@@ -265,6 +272,34 @@ CASES: dict[str, tuple[Callable[[], Example | ect.Decision], set[R]]] = {
     "replay-undefined": (_ratio_by_zero, {R.REPLAY_UNDEFINED}),
     "replay-null-not-allowed": (_identity_of_null, {R.REPLAY_NULL_NOT_ALLOWED}),
     "replay-value": (lambda: _with_claim(_ex(), 0, value=294), {R.REPLAY_VALUE_MISMATCH}),
+    "answer-malformed": (
+        lambda: _decode_case_answer(b'["total_visits", 293]'),
+        {R.ADAPTER_ANSWER_MALFORMED},
+    ),
+    "answer-extra-slot": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "bonus": 1}),
+        {R.COVERAGE_ANSWER_SLOT},
+    ),
+    "answer-missing-slot": (
+        lambda: ect.verify(*_ex(), answer={"total_visits": 293}),
+        {R.COVERAGE_ANSWER_SLOT},
+    ),
+    "answer-value": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 290}),
+        {R.REPLAY_ANSWER_MISMATCH},
+    ),
+    "answer-float-for-int": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 293.0}),
+        {R.REPLAY_ANSWER_MISMATCH},
+    ),
+    "source-tool": (
+        lambda: _with_receipt(_ex(), 2, tool_id="get_series"),
+        {R.SCOPE_TOOL},
+    ),
+    "source-path": (
+        lambda: _with_receipt(_ex(), 2, source_path="/body/nonsense"),
+        {R.SCOPE_SOURCE_PATH},
+    ),
     "internal": (
         lambda: ect.verify(_ex().descriptor, _ex().requirements, None, _ex().certificate),  # type: ignore[arg-type]
         {R.INTERNAL_ERROR},
@@ -282,6 +317,37 @@ def test_example_is_complete() -> None:
     assert decision.decision is ect.Verdict.COMPLETE
     assert decision.reason_codes == ()
     assert bool(decision)
+
+
+def test_example_with_its_certified_answer_is_complete() -> None:
+    assert ect.verify(*_ex(), answer=ANSWER)
+    assert ect.verify_json(*_json(_ex()), answer=msgspec.json.encode(ANSWER))
+
+
+def test_answer_mismatch_names_the_slot() -> None:
+    decision = ect.verify(*_ex(), answer={**ANSWER, "busiest_site": "site-b"})
+    (finding,) = decision.findings
+    assert (finding.code, finding.path) == (R.REPLAY_ANSWER_MISMATCH, "answer.busiest_site")
+    assert (finding.expected, finding.got) == ('"site-a"', '"site-b"')
+    assert [c.codes for c in decision.claims] == [(), (R.REPLAY_ANSWER_MISMATCH,)]
+
+
+def test_answer_within_the_contract_tolerance_is_the_certified_one() -> None:
+    # total_visits allows rel_tol 1e-9: an answer within it is the certified value.
+    ex = _with_slot(_ex(), 0, abs_tol=0.5)
+    assert ect.verify(*ex, answer={**ANSWER, "total_visits": 293})
+    assert not ect.verify(*ex, answer={**ANSWER, "total_visits": 294})
+
+
+def test_answer_is_checked_against_the_replayed_value_too() -> None:
+    # The claim drifts within tolerance of replay; the answer drifts again from the claim:
+    # both are compared with the replayed value, so tolerance cannot compound.
+    ex = _with_slot(_ex(), 0, abs_tol=1.0)
+    ex = _with_claim(ex, 0, value=294)
+    assert ect.verify(*ex)
+    assert ect.verify(*ex, answer={**ANSWER, "total_visits": 294})
+    decision = ect.verify(*ex, answer={**ANSWER, "total_visits": 295})
+    assert decision.reason_codes == (R.REPLAY_ANSWER_MISMATCH,)
 
 
 @pytest.mark.parametrize("name", sorted(CASES), ids=sorted(CASES))

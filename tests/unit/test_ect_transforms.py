@@ -191,7 +191,16 @@ def test_every_op_has_a_case() -> None:
         (["a", "b"], ["a", "b"], 0.0, 0.0, True),
         (["b", "a"], ["a", "b"], 0.0, 0.0, False),
         (["a"], ["a", "b"], 0.0, 0.0, False),
-        ({"a": 1.0}, {"a": 1}, 0.0, 0.0, True),
+        ({"a": 1.0}, {"a": 1}, 0.0, 0.0, False),  # a float never stands for an int
+        ({"a": 1}, {"a": 1.0}, 0.0, 0.0, True),  # an int may state a float result
+        (9007199254741168.0, 2**53 + 1 + 75 + 99, 0.0, 0.0, False),  # rounds to it as a float
+        (2**53 + 1 + 75 + 99, 2**53 + 1 + 75 + 99, 0.0, 0.0, True),
+        (-0.0, 0, 0.0, 0.0, False),  # a count of 0 is the integer 0
+        (0.0, 0, 0.0, 0.0, False),
+        (-0.0, 0.0, 0.0, 0.0, True),  # a float zero is a float zero
+        (2**60 + 1, 2**60, 0.0, 0.0, False),
+        (2**60 + 1, 2**60, 1.0, 0.0, True),  # tolerance only where the contract gives it
+        (2**60 + 2, 2**60, 1.0, 0.0, False),
         ({"a": 1, "b": 2}, {"a": 1}, 0.0, 0.0, False),
         (float("nan"), 1.0, 1e300, 0.0, False),
         ("site-a", "site-a", 0.0, 0.0, True),

@@ -5,28 +5,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
 import pytest
 
 from harness.errors import PromptBlindingError, PromptTemplateError
 from harness.providers import (
-    Message,
-    ProviderRequest,
-    Role,
     default_generation_config,
     prompt_bytes,
     prompt_ids,
     render_prompt,
 )
-from harness.providers.blinding import WITHHELD_WORDS, blinding_findings
+from harness.providers.blinding import WITHHELD_KEYS, blinding_findings, check_blinded
 from harness.providers.critic import (
-    CRITIC_OUTPUT_SCHEMA,
+    CriticView,
     TaskBrief,
     TraceStep,
     critic_request,
     critic_view,
 )
+from harness.providers.planner import PlannerView
 from harness.providers.prompts import _parse, load_prompt
+from harness.studies.v2.schedule import Row
+from harness.worlds.snapshots import Snapshot
+from harness.worlds.tasks import Task
 
+WITHHELD_WORDS = ("split", "fault", "gold", "oracle")
 WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
 
 # A study record as the harness holds it internally: the view builders must drop the last three.
@@ -92,45 +95,60 @@ def test_prompt_templates_never_mention_withheld_words() -> None:
         assert WITHHELD.search(prompt_bytes(prompt_id).decode()) is None
 
 
-def test_prompt_render_refuses_an_unblinded_view() -> None:
-    with pytest.raises(PromptBlindingError) as caught:
-        render_prompt("critic.v1", SNAPSHOT)
-    message = str(caught.value)
-    assert "$.split" in message
-    assert "$.fault" in message
-    assert "$.gold" in message
+class _Leaky(msgspec.Struct, frozen=True, kw_only=True):
+    """A view type that declares withheld fields (what check_blinded exists to refuse)."""
+
+    task: TaskBrief
+    split: str
+    inner: tuple[dict[str, _Gold], ...] = ()
+
+
+class _Gold(msgspec.Struct, frozen=True, kw_only=True):
+    gold: Any
+    fault_id: str = "not withheld: only exact names are"
+
+
+def test_check_blinded_refuses_a_view_type_with_withheld_fields() -> None:
+    view = _Leaky(task=TaskBrief(**SNAPSHOT["task"]), split=PLANTED[0])
+    with pytest.raises(PromptBlindingError, match=r"^view for critic\.v1 declares withheld") as e:
+        check_blinded(view, what="critic.v1")
+    assert "$.split" in str(e.value)
+    assert "$.inner[]{}.gold" in str(e.value)
+    assert "fault_id" not in str(e.value)
     for value in PLANTED:
-        assert value not in message
+        assert value not in str(e.value)
 
 
-@pytest.mark.parametrize(
-    ("view", "paths"),
-    [
-        ({"a": {"gold_value": 1}}, ["$.a.gold_value"]),
-        ({"items": [{"faultId": "x"}]}, ["$.items[0].faultId"]),
-        ({"Data_Split": "dev"}, ["$.Data_Split"]),
-        ({"oracle": {"answer": 1}}, ["$.oracle"]),
-        ({"golden": [], "ok": {"value": "gold"}}, ["$.golden"]),
-        ({"task": "count the gold medals"}, []),
-    ],
-    ids=["nested", "in-list", "case", "oracle", "value-not-key", "word-in-value"],
-)
-def test_blinding_findings_name_the_keys(view: Any, paths: list[str]) -> None:
-    assert blinding_findings(view) == paths
+def test_harness_view_types_declare_no_withheld_field() -> None:
+    assert blinding_findings(PlannerView) == ()
+    assert blinding_findings(CriticView) == ()
 
 
-def test_provider_request_refuses_an_unblinded_view() -> None:
-    with pytest.raises(PromptBlindingError, match=r"^view for critic\.v1 carries withheld"):
-        ProviderRequest(
-            role=Role.CRITIC,
-            cell_id="c",
-            prompt_id="critic.v1",
-            messages=(Message(role="user", text="x"),),
-            view={"gold": 1},
-            response_schema=CRITIC_OUTPUT_SCHEMA,
-            seed=1,
-            config=default_generation_config(),
-        )
+@pytest.mark.parametrize("record", [Task, Snapshot, Row], ids=lambda t: t.__name__)
+def test_withheld_keys_name_the_harness_records_withheld_fields(
+    record: type[msgspec.Struct],
+) -> None:
+    # Every field of the harness's own records that carries split, fault or gold information
+    # is in WITHHELD_KEYS by its exact name, so no view type can copy one across unnoticed.
+    names = set(record.__struct_fields__)
+    carrying = {n for n in names if re.search(r"split|fault|gold|oracle|primary", n)}
+    assert carrying
+    assert carrying <= WITHHELD_KEYS
+
+
+AGENT_KEYS = ("use_default_period", "gold", "fault", "split", "oracle", "Data_Split", "goldfish")
+
+
+def test_agent_keys_reach_the_prompt_as_data() -> None:
+    # The agent's own argument names and answer keys may spell anything: blinding never reads
+    # them (it used to refuse ``use_default_period`` and stop the whole study).
+    args = dict.fromkeys(AGENT_KEYS, 1)
+    step = TraceStep(index=0, tool="get_metric", arguments=args, status="ok", response=args)
+    view = critic_view(TaskBrief(**SNAPSHOT["task"]), dict(args), (step,), full_trace=True)
+    request = critic_request(view, cell_id="c", config=default_generation_config())
+    assert request.view["answer"] == args
+    assert request.view["trace"][0]["arguments"] == args
+    assert "use_default_period" in request.messages[-1].text
 
 
 def test_prompt_rendering_is_deterministic_and_key_order_free() -> None:

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from harness.canonical import Domain, digest
 from harness.ect.model import value_hash
 from harness.errors import ToolTraceError
-from harness.tools.adapter import ToolCall, build_ledger, receipts_for_call, response_schema
+from harness.tools.adapter import (
+    VALUE_PATHS,
+    ToolCall,
+    build_ledger,
+    receipts_for_call,
+    response_ok,
+    response_schema,
+    value_source,
+)
 from harness.tools.catalog import call_tool, transient_failure
 from harness.worlds import generate_world
 
@@ -159,3 +168,102 @@ def test_ledger_keeps_call_order_and_unique_ids() -> None:
 def test_response_schema_lookup() -> None:
     assert response_schema("get_metric") is not None
     assert response_schema("nope") is None
+
+
+_ERROR = {"code": "UPSTREAM_TIMEOUT", "message": "the data upstream timed out"}
+
+
+def _placed(where: str) -> tuple[str, dict[str, Any]]:
+    """A successful call's response with an error placed at ``where``, everything else ok."""
+    tool_id = "list_children" if where.startswith("children") else "get_metric"
+    args = (
+        {"entity": "R1.D1"}
+        if tool_id == "list_children"
+        else {"entity": SITE, "metric": "visits", "period": "2024-03"}
+    )
+    response = call_tool(WORLD, tool_id, args)
+    body = response["body"]
+    if where.endswith("envelope-error"):
+        response["error"] = dict(_ERROR)
+    elif where.endswith("body-error"):
+        body["error"] = dict(_ERROR)
+    elif where.endswith("envelope-status"):
+        response["status"] = "error"
+    elif where.endswith("body-status"):
+        body["status"] = "error"
+    elif where.endswith("both-errors"):
+        response["error"] = dict(_ERROR)
+        body["error"] = dict(_ERROR)
+    elif where.endswith("empty-error-object"):
+        body["error"] = {}
+    return tool_id, response
+
+
+PLACEMENTS = [
+    f"{tool}{kind}"
+    for tool in ("metric-", "children-")
+    for kind in (
+        "envelope-error",
+        "body-error",
+        "envelope-status",
+        "body-status",
+        "both-errors",
+        "empty-error-object",
+    )
+]
+
+
+@pytest.mark.parametrize("where", PLACEMENTS, ids=PLACEMENTS)
+def test_an_error_anywhere_the_schema_allows_makes_the_receipt_unsuccessful(where: str) -> None:
+    # The paper's nested error beneath transport success includes {"status": "ok",
+    # "error": {...}}: an error object next to an ok status is still an error.
+    tool_id, response = _placed(where)
+    call = ToolCall(call_id="c01", tool_id=tool_id, args={}, response=response)
+    (receipt,) = receipts_for_call("t1", call)
+    assert receipt.exec_status == "error"
+    assert not response_ok(tool_id, response)
+
+
+def test_the_verifier_refuses_a_cited_receipt_with_an_error_beside_ok() -> None:
+    from harness import ect
+    from harness.examples import regional_sum
+
+    ex = regional_sum()
+    response = {
+        "status": "ok",
+        "tool_id": "get_metric",
+        "error": None,
+        "body": {
+            "status": "ok",
+            "error": dict(_ERROR),
+            "entity": "site-c",
+            "level": "site",
+            "metric": "visits",
+            "period": "2024-03",
+            "value": 98,
+        },
+    }
+    call = ToolCall(call_id="c3", tool_id="get_metric", args={}, response=response)
+    (receipt,) = receipts_for_call(ex.descriptor.task_id, call)
+    receipts = (*ex.ledger.receipts[:2], msgspec.structs.replace(receipt, receipt_id="r3"))
+    ledger = msgspec.structs.replace(ex.ledger, receipts=receipts)
+    certificate = msgspec.structs.replace(ex.certificate, ledger_digest=ect.ledger_digest(receipts))
+    decision = ect.verify(ex.descriptor, ex.requirements, ledger, certificate)
+    assert decision.reason_codes == (ect.ReasonCode.EVIDENCE_UNSUCCESSFUL,)
+
+
+def test_a_clean_response_is_ok() -> None:
+    for where in ("metric-none", "children-none"):
+        tool_id, response = _placed(where)
+        assert response_ok(tool_id, response)
+
+
+def test_value_paths_are_where_the_receipts_read_their_values() -> None:
+    for tool_id, args in (
+        ("get_metric", {"entity": SITE, "metric": "visits", "period": "2024-03"}),
+        ("list_children", {"entity": "R1.D1"}),
+        ("get_parent", {"entity": SITE}),
+    ):
+        (receipt,) = receipts_for_call("t1", _call(tool_id, args))
+        assert receipt.source_path == VALUE_PATHS[tool_id]
+        assert value_source(tool_id).source_path == receipt.source_path

@@ -36,7 +36,7 @@ from harness.providers.planner import (
     PlannerView,
 )
 from harness.studies.v2.checkpoints import Draft
-from harness.tools.adapter import ToolCall
+from harness.tools.adapter import ToolCall, response_ok
 from harness.tools.catalog import catalog
 from harness.worlds.snapshots import RecoveryState, SnapshotView
 from harness.worlds.tasks import CallSpec, Task
@@ -75,9 +75,8 @@ def _field(obj: Any, key: str) -> Any:
 
 
 def call_ok(call: ToolCall) -> bool:
-    """True when the transport envelope and the nested body both report ``ok``."""
-    body = _field(call.response, "body")
-    return bool(_field(call.response, "status") == "ok" and _field(body, "status") == "ok")
+    """True when the call succeeded by the trusted adapter's rule (``response_ok``)."""
+    return response_ok(call.tool_id, call.response)
 
 
 def call_error(call: ToolCall) -> str | None:

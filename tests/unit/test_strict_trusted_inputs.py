@@ -1,0 +1,73 @@
+"""Trusted inputs (study config, generation config, study lock) are decoded as strictly as the
+verifier's untrusted ones: a duplicate key, a NaN literal or an unknown field is refused, never
+silently resolved."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.canonical import check_strict_json
+from harness.errors import GenerationConfigError, StudyLockError, V2ConfigError
+from harness.lock import build_lock, decode_lock, encode_lock
+from harness.providers import decode_generation_config, default_generation_config
+from harness.resources import data_path
+from harness.studies.v2.config import DEFAULT_CONFIG_PATH, decode_config
+
+
+def _duplicate_first_key(data: bytes, key: str) -> bytes:
+    # `{"key": X, ...}` -> `{"key": X, "key": X, ...}`: the same block twice, so a decoder that
+    # keeps the last one would load the same values and pass unnoticed.
+    document = json.loads(data)
+    block = json.dumps(document[key])
+    text = data.decode()
+    return ("{" + f'"{key}": {block}, ' + text.lstrip()[1:]).encode()
+
+
+def test_duplicated_analysis_block_in_the_study_config_is_refused() -> None:
+    data = data_path(DEFAULT_CONFIG_PATH).read_bytes()
+    decode_config(data, origin="x")  # the committed config is strict
+    with pytest.raises(V2ConfigError, match=r"not strict JSON: duplicate key 'analysis'"):
+        decode_config(_duplicate_first_key(data, "analysis"), origin="x")
+
+
+def test_unknown_field_in_the_study_config_is_refused() -> None:
+    document = json.loads(data_path(DEFAULT_CONFIG_PATH).read_bytes())
+    document["surprise"] = 1
+    with pytest.raises(V2ConfigError, match="surprise"):
+        decode_config(json.dumps(document).encode(), origin="x")
+
+
+def test_generation_config_duplicate_and_nan_are_refused() -> None:
+    import msgspec
+
+    data = msgspec.json.encode(default_generation_config())
+    decode_generation_config(data, origin="g")
+    key = next(iter(json.loads(data)))
+    with pytest.raises(GenerationConfigError, match=f"duplicate key '{key}'"):
+        decode_generation_config(_duplicate_first_key(data, key), origin="g")
+    with pytest.raises(GenerationConfigError, match="NaN"):
+        decode_generation_config(data.replace(b"0.2", b"NaN", 1), origin="g")
+
+
+def test_study_lock_duplicate_key_is_refused() -> None:
+    data = encode_lock(build_lock())
+    decode_lock(data, origin="l")
+    with pytest.raises(StudyLockError, match=r"not strict JSON: duplicate key 'schema'"):
+        decode_lock(_duplicate_first_key(data, "schema"), origin="l")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"a": 1, "a": 2}', "duplicate key 'a'"),
+        (b"[NaN]", "non-standard JSON constant NaN"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'"\xff"', "codec can't decode"),
+        (b"{", "Expecting property name"),
+    ],
+)
+def test_check_strict_json_names_the_problem(data: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_strict_json(data)
