@@ -317,9 +317,18 @@ def examples_cmd() -> None:
         click.echo(f"  harness verify {inputs}")
 
 
+_PLUGIN_SCHEMAS: Final = ("planner-action", "planner-request")
+
+
 @main.command("schema")
-@click.argument("kind", type=click.Choice(sorted(_SCHEMAS)))
+@click.argument("kind", type=click.Choice(sorted([*_SCHEMAS, *_PLUGIN_SCHEMAS])))
 def schema_cmd(kind: str) -> None:
-    """Print the JSON Schema of a verifier input, so other agent loops can produce them."""
-    schema = msgspec.json.schema(_SCHEMAS[kind])
+    """Print the JSON Schema of a verifier input, so other agent loops can produce them, or of
+    a planner plug-in's request and action (``--planner``)."""
+    if kind in _PLUGIN_SCHEMAS:
+        from harness.providers.plugin import plugin_schema
+
+        schema = plugin_schema("planner-request" if kind == "planner-request" else "planner-action")
+    else:
+        schema = msgspec.json.schema(_SCHEMAS[kind])
     click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())

@@ -18,12 +18,11 @@ outcome in the denominator, never a crash, never the circuit breaker.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -32,15 +31,18 @@ from harness.errors import ProviderSelectionError
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage
 from harness.providers.config import PriceTable, config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
+from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
 from harness.providers.schema import validate
 
 __all__ = [
     "PlannerPlugin",
+    "PlannerPluginRequest",
     "PlannerRouter",
     "PluginPlanner",
     "load_plugin",
     "plugin_request",
+    "plugin_schema",
     "resolve_plugin",
 ]
 
@@ -122,17 +124,16 @@ def load_plugin(plugin: PlannerPlugin) -> Any:
             f"--planner {plugin.spec}: its source is {again.digest}, not {plugin.digest}"
         )
     target, attr = _parse(plugin.spec)
+    # Loaded from the very file that was digested (a module name is resolved to its file),
+    # under a private name, so what runs is what the identity binds.
+    name = f"_harness_planner_{plugin.digest[7:23]}"
     try:
-        if _is_path(target):
-            name = f"_harness_planner_{plugin.digest[7:23]}"
-            loaded = importlib.util.spec_from_file_location(name, target)
-            if loaded is None or loaded.loader is None:
-                raise ProviderSelectionError(f"--planner: cannot import {target}")
-            module = importlib.util.module_from_spec(loaded)
-            sys.modules[name] = module
-            loaded.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
+        loaded = importlib.util.spec_from_file_location(name, _source(target))
+        if loaded is None or loaded.loader is None:
+            raise ProviderSelectionError(f"--planner: cannot import {target}")
+        module = importlib.util.module_from_spec(loaded)
+        sys.modules[name] = module
+        loaded.loader.exec_module(module)
     except ProviderSelectionError:
         raise
     except Exception as e:  # a plug-in that fails to import is refused in one line
@@ -145,6 +146,39 @@ def load_plugin(plugin: PlannerPlugin) -> Any:
             f"--planner: {target}:{attr} has no callable respond(request) method"
         )
     return obj
+
+
+class PluginMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One rendered turn: ``system`` first, then ``user`` (the view in the prompt's words)."""
+
+    role: Literal["system", "user", "model"]
+    text: str
+
+
+class PlannerPluginRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What ``respond`` receives for one planner decision (as plain JSON).
+
+    Attributes:
+        cell_id: the schedule cell the decision belongs to.
+        prompt_id: the versioned prompt the messages were rendered from (``planner.v1``).
+        seed: the cell's sampling seed (a model is sampled with it).
+        messages: the rendered prompt, exactly as a model gets it.
+        view: the structured, blinded view the prompt was rendered from.
+        response_schema: the JSON Schema the action must satisfy.
+    """
+
+    cell_id: str
+    prompt_id: str
+    seed: int
+    messages: tuple[PluginMessage, ...]
+    view: PlannerView
+    response_schema: dict[str, Any]
+
+
+def plugin_schema(kind: Literal["planner-request", "planner-action"]) -> dict[str, Any]:
+    """The JSON Schema of what a plug-in receives (``planner-request``) or returns."""
+    target = PlannerPluginRequest if kind == "planner-request" else PlannerAction
+    return msgspec.json.schema(target)
 
 
 def plugin_request(request: ProviderRequest) -> dict[str, Any]:
@@ -267,8 +301,9 @@ class PlannerRouter:
 
     @property
     def name(self) -> ProviderName:
-        """The selected provider's name (it answers the critics)."""
-        return self._rest.name
+        """``plugin``: the agent is the plug-in, so results are neither simulated nor a
+        provider's model (the critics' provider is in the run identity)."""
+        return ProviderName.PLUGIN
 
     @property
     def rest(self) -> Provider:

@@ -33,6 +33,8 @@ from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
+from harness.providers.kinds import ProviderName
+from harness.providers.selection import ProviderIdentity
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies.v2.config import V2Config, decode_config
@@ -91,6 +93,9 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     config_digest: str
     environment: str = _NO_ENVIRONMENT
     provider: str = ""
+    # Set when the run is not the paper's frozen study set-up (another provider or a planner
+    # plug-in); simulated runs carry their own note.
+    not_frozen_study: str = ""
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -188,14 +193,46 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
     return view, results
 
 
-def _provider_model(view: StoreView) -> str:
-    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store)."""
+def _identity(view: StoreView) -> ProviderIdentity | None:
     plain = None if view.genesis is None else view.genesis.identity.get("provider")
     if not isinstance(plain, dict):
+        return None
+    try:
+        return msgspec.convert(plain, ProviderIdentity, strict=False)
+    except msgspec.ValidationError as e:
+        raise StudyReportError(f"the store's genesis holds no valid provider identity: {e}") from e
+
+
+def _provider_model(view: StoreView) -> str:
+    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store),
+    with the endpoint host of an openai run and the planner plug-in when there is one."""
+    identity = _identity(view)
+    if identity is None:
         return ""
-    if plain.get("provider") == "simulated":
-        return "simulated (not a language model), model none"
-    return f"{plain.get('provider')}, model {plain.get('model')}"
+    if identity.provider is ProviderName.SIMULATED:
+        text = "simulated (not a language model), model none"
+    else:
+        text = f"{identity.provider.value}, model {identity.model}"
+        if identity.endpoint_host is not None:
+            text += f" at {identity.endpoint_host}"
+    if identity.planner is not None:
+        text += f"; planner plug-in {identity.planner.spec} ({identity.planner.digest})"
+    return text
+
+
+def _not_frozen_study(view: StoreView) -> str:
+    """Why a run with a real planner is not the paper's frozen study ("" when it is, or when
+    the planner is simulated: that note is separate)."""
+    identity = _identity(view)
+    if identity is None or identity.frozen_study:
+        return ""
+    if identity.provider is ProviderName.SIMULATED and identity.planner is None:
+        return ""
+    return (
+        f"NOT THE PAPER'S FROZEN STUDY: the planner is {_provider_model(view)}; the paper's "
+        "study ran gemini-2.5-flash. The protocol is the same; compare stores side by side with "
+        "`harness v2 compare`."
+    )
 
 
 def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundle:
@@ -220,6 +257,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         config_digest=config_digest,
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         provider=_provider_model(view),
+        not_frozen_study=_not_frozen_study(view),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
@@ -307,6 +345,8 @@ def render_markdown(document: ReportDocument) -> bytes:
         ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
+    if document.store.not_frozen_study:
+        out += [f"**{document.store.not_frozen_study}**", ""]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
     out += [
         f"Provider: {a.provider}. Store: {s.cells}/{s.schedule_rows} cells ({status}), "
@@ -415,10 +455,19 @@ def render_hypotheses_csv(a: V2Analysis) -> bytes:
     return _csv(rows)
 
 
-def render_table4_tex(a: V2Analysis) -> bytes:
-    """``table4.tex``: a booktabs tabular in a table environment."""
+def _tex(text: str) -> str:
+    for char in "\\&%$#_{}~^":
+        text = text.replace(char, " " if char in "\\~^" else f"\\{char}")
+    return text
+
+
+def render_table4_tex(a: V2Analysis, *, provider: str = "") -> bytes:
+    """``table4.tex``: a booktabs tabular in a table environment; the caption names the
+    provider and model (``provider``, from the store's genesis)."""
     head = _columns(a.table4)
     note = " Simulated provider: not results of a language model." if a.simulated else ""
+    if provider:
+        note += f" Provider: {_tex(provider)}."
     lines = [
         "\\begin{table}[t]",
         "\\centering",
@@ -439,8 +488,9 @@ def render_table4_tex(a: V2Analysis) -> bytes:
     return "\n".join(lines).encode()
 
 
-def render_figure(a: V2Analysis) -> bytes:
-    """``figure.png``: U and S rates per pipeline, counts on the bars."""
+def render_figure(a: V2Analysis, *, provider: str = "") -> bytes:
+    """``figure.png``: U and S rates per pipeline, counts on the bars; the title names the
+    provider and model (``provider``, from the store's genesis)."""
     require_extra("matplotlib", "plots", "the V2 report's figure (figure.png)")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -468,6 +518,8 @@ def render_figure(a: V2Analysis) -> bytes:
     title = f"V2 closed loop, {a.primary_clusters} primary task clusters"
     if a.simulated:
         title += " (simulated provider, not an LLM)"
+    if provider:
+        title += f"\n{provider}"
     figure.suptitle(title, fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -481,12 +533,12 @@ def render_files(document: ReportDocument) -> dict[str, bytes]:
     files = {
         "report.md": render_markdown(document),
         "table4.csv": render_table4_csv(a),
-        "table4.tex": render_table4_tex(a),
+        "table4.tex": render_table4_tex(a, provider=document.store.provider),
         "hypotheses.csv": render_hypotheses_csv(a),
         "analysis.json": msgspec.json.format(canonical_bytes(document), indent=2) + b"\n",
     }
     if extra_installed("matplotlib"):
-        files[FIGURE_FILE] = render_figure(a)
+        files[FIGURE_FILE] = render_figure(a, provider=document.store.provider)
     else:
         _log.warning("v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png")
     manifest = ReportManifest(
