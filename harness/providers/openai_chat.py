@@ -143,7 +143,11 @@ def _transport_kind(error: BaseException, capture: Capture) -> FailureKind:
 def _classify(error: Exception, capture: Capture) -> tuple[FailureKind, str]:
     """Map an exception raised by the client call to a failure kind and a detail line."""
     if isinstance(error, openai.APIStatusError):
-        detail = f"HTTP {error.status_code}: {error.message}"
+        # The provider's own words: the body's error message (the client prefixes its own).
+        body = error.body if isinstance(error.body, dict) else {}
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        said = inner.get("message") if isinstance(inner, dict) else None
+        detail = f"HTTP {error.status_code}: {said if isinstance(said, str) else error.message}"
         code = error.status_code
         if code == 429:
             return FailureKind.RATE_LIMITED, detail
