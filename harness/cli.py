@@ -47,10 +47,11 @@ def _static_group() -> click.Group:
 
 
 def _v2_group() -> click.Group:
-    from harness.studies._v2_report_cli import v2_report_cmd
+    from harness.studies._v2_report_cli import v2_compare_cmd, v2_report_cmd
     from harness.studies.v2._cli import v2_group
 
     v2_group.add_command(v2_report_cmd)
+    v2_group.add_command(v2_compare_cmd)
     return v2_group
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "ReportManifest",
     "StoreIdentity",
     "bound_config",
+    "store_provider",
     "build_report",
     "decode_manifest",
     "load_results",
@@ -233,6 +234,12 @@ def _not_frozen_study(view: StoreView) -> str:
         "study ran gemini-2.5-flash. The protocol is the same; compare stores side by side with "
         "`harness v2 compare`."
     )
+
+
+def store_provider(view: StoreView) -> tuple[str, str]:
+    """Who ran a store (provider, model, endpoint host, plug-in) and, when it is not the
+    paper's frozen study set-up, the note saying so ("" otherwise)."""
+    return _provider_model(view), _not_frozen_study(view)
 
 
 def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundle:
