@@ -239,18 +239,14 @@ class _World:
 def _step_call(
     step: StepRecord, task_id: str, world: Mapping[str, Any] | None, notes: list[str]
 ) -> CallView:
-    assert step.tool_id is not None
+    tool_id = step.tool_id or "(none recorded)"
     args = dict(step.args or {})
     receipts: tuple[ReceiptView, ...] = ()
     rebuilt = False
     if step.call_id is not None and world is not None and step.sandbox_outcome is None:
-        response = (
-            call_tool(world, step.tool_id, args)
-            if step.tool_id in TOOL_IDS
-            else call_tool({}, step.tool_id, args)
-        )
+        response = call_tool(world if tool_id in TOOL_IDS else {}, tool_id, args)
         response = msgspec.json.decode(msgspec.json.encode(response))
-        call = ToolCall(call_id=step.call_id, tool_id=step.tool_id, args=args, response=response)
+        call = ToolCall(call_id=step.call_id, tool_id=tool_id, args=args, response=response)
         views = _receipt_views(task_id, call)
         if tuple(v.receipt_id for v in views) == step.receipts:
             receipts, rebuilt = views, True
@@ -266,7 +262,7 @@ def _step_call(
         )
     return CallView(
         call_id=step.call_id,
-        tool_id=step.tool_id,
+        tool_id=tool_id,
         args=args,
         outcome=step.call_outcome or "unknown",
         sandbox_outcome=step.sandbox_outcome,
