@@ -75,7 +75,7 @@ def interval_panels(panels: Sequence[Panel], *, title: str, caption: str) -> dic
     width = 4.2 * len(panels) + 1.6
     lines = textwrap.wrap(caption, width=int(width * 17))
     height = 2.6 + 0.16 * len(lines) + 0.22 * max(len(p.bars) for p in panels)
-    with matplotlib.rc_context({"svg.hashsalt": "ect-harness", "svg.fonttype": "path"}):
+    with matplotlib.rc_context({"svg.hashsalt": "ect-harness", "svg.fonttype": "none"}):
         figure = Figure(figsize=(width, height), dpi=150)
         FigureCanvasAgg(figure)
         for index, panel in enumerate(panels, start=1):
