@@ -43,7 +43,7 @@ def _results() -> list[CellResult]:
 
 def _rates(name: str) -> list[tuple[str, int, int, float, float, float]]:
     a = analyze(_results(), params(), expected_cells=24)
-    out = []
+    out: list[tuple[str, int, int, float, float, float]] = []
     for o in a.outcomes:
         r = getattr(o, name)
         out.append((o.policy, r.events, r.trials, r.pct, r.low_pct, r.high_pct))
