@@ -153,7 +153,8 @@ def _static_entry(root: Path) -> RunEntry:
 
     when = _last_write(root, _STATIC_FILES)
     try:
-        decided = sum(1 for _ in (root / "decisions.jsonl").open("rb"))
+        with (root / "decisions.jsonl").open("rb") as lines:
+            decided = sum(1 for _ in lines)
     except OSError:
         decided = 0
     if not (root / "run.json").exists():
