@@ -30,6 +30,7 @@ __all__ = [
     "OTHER_COLOUR",
     "Bar",
     "Panel",
+    "interval_figure",
     "interval_panels",
 ]
 
@@ -66,25 +67,34 @@ class Panel:
     bars: Sequence[Bar]
 
 
-def interval_panels(panels: Sequence[Panel], *, title: str, caption: str) -> dict[str, bytes]:
-    """Draw ``panels`` side by side and return the figure as ``{"png", "svg", "pdf"}`` bytes."""
-    import matplotlib
+def interval_figure(panels: Sequence[Panel], *, title: str, caption: str) -> Any:
+    """The matplotlib ``Figure`` of ``panels`` side by side (drawn, not yet saved)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     width = 4.2 * len(panels) + 1.6
-    lines = textwrap.wrap(caption, width=int(width * 17))
+    lines = textwrap.wrap(caption, width=int(width * 17), break_on_hyphens=False)
     height = 2.6 + 0.16 * len(lines) + 0.22 * max(len(p.bars) for p in panels)
+    figure = Figure(figsize=(width, height), dpi=150)
+    FigureCanvasAgg(figure)
+    for index, panel in enumerate(panels, start=1):
+        axes = figure.add_subplot(1, len(panels), index)
+        _draw(axes, panel, labels=index == 1)
+    figure.suptitle(title, fontsize=9)
+    figure.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, ha="left", va="bottom")
+    bottom = (0.12 * len(lines) + 0.3) / height
+    figure.tight_layout(rect=(0.0, bottom, 1.0, 0.95))
+    return figure
+
+
+def interval_panels(panels: Sequence[Panel], *, title: str, caption: str) -> dict[str, bytes]:
+    """Draw ``panels`` side by side and return the figure as ``{"png", "svg", "pdf"}`` bytes."""
+    import matplotlib
+
+    # The SVG backend salts its element ids from this setting (random otherwise); text stays
+    # text in the SVG, so a paper's editor can restyle it.
     with matplotlib.rc_context({"svg.hashsalt": "ect-harness", "svg.fonttype": "none"}):
-        figure = Figure(figsize=(width, height), dpi=150)
-        FigureCanvasAgg(figure)
-        for index, panel in enumerate(panels, start=1):
-            axes = figure.add_subplot(1, len(panels), index)
-            _draw(axes, panel, labels=index == 1)
-        figure.suptitle(title, fontsize=9)
-        figure.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, ha="left", va="bottom")
-        bottom = (0.12 * len(lines) + 0.3) / height
-        figure.tight_layout(rect=(0.0, bottom, 1.0, 0.95))
+        figure = interval_figure(panels, title=title, caption=caption)
         out = {}
         for fmt in FIGURE_FORMATS:
             buffer = io.BytesIO()
