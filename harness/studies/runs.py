@@ -31,7 +31,7 @@ from harness.lock import FileRole, decode_lock, file_digest
 from harness.resources import data_path
 from harness.store import StoreView, read_store
 
-__all__ = ["RUN_STATES", "RunEntry", "RunState", "list_runs"]
+__all__ = ["RUN_STATES", "RunEntry", "RunState", "frozen_rows", "list_runs"]
 
 RunState = Literal["in progress", "interrupted", "finalized", "pilot", "damaged"]
 RUN_STATES: Final[tuple[RunState, ...]] = (
@@ -73,7 +73,7 @@ def _last_write(root: Path, names: tuple[str, ...]) -> str | None:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _frozen_rows(root: Path) -> int | None:
+def frozen_rows(root: Path) -> int | None:
     """Rows of the frozen schedule the store's study lock covers (None when unknown)."""
     try:
         lock = decode_lock((root / "study.lock").read_bytes(), origin=str(root / "study.lock"))
@@ -126,7 +126,7 @@ def _v2_entry(root: Path) -> RunEntry:
     elif status == "in_progress":
         state = "in progress"
     else:
-        frozen = _frozen_rows(root)
+        frozen = frozen_rows(root)
         if frozen is not None and report.schedule_rows < frozen:
             state = "pilot"
         elif report.finalized:

@@ -41,6 +41,7 @@ from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
+from harness.studies.runs import frozen_rows
 from harness.studies.v2.config import V2Config, decode_config
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2_analysis import (
@@ -110,6 +111,7 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     config_digest: str
     environment: str = _NO_ENVIRONMENT
     models: tuple[str, ...] = ()
+    frozen_rows: int | None = None
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -230,6 +232,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         config_digest=config_digest,
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         models=_models(view),
+        frozen_rows=frozen_rows(base),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
@@ -381,6 +384,12 @@ def render_markdown(document: ReportDocument) -> bytes:
     out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", ""]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
+    if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+        out += [
+            f"**PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
+            "frozen schedule; it is not the study.**",
+            "",
+        ]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
     out += [
         f"Provider: {a.provider}. Store: {s.cells}/{s.schedule_rows} cells ({status}), "
@@ -582,6 +591,11 @@ def render_html(
     banners = []
     if a.simulated:
         banners.append(_SIMULATED_NOTE)
+    if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+        banners.append(
+            f"PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
+            "frozen schedule; it is not the study."
+        )
     if not a.complete or s.manifest_digest is None:
         banners.append(
             f"INCOMPLETE OR NOT FINALIZED: {s.cells} of {s.schedule_rows} cells committed, "

@@ -137,6 +137,9 @@ def test_stores_cli_table_and_json(folder: Path) -> None:
     assert first["state"] == "finalized"
     assert first["last_write"].endswith("Z")
     assert first["path"] == str(folder / "a-finalized")
+    # The full-size store's report is the study's: no pilot banner; the subset's has one.
+    assert "PILOT" not in (folder / "a-finalized" / "report" / "report.md").read_text()
+    assert "PILOT" in (folder / "c-pilot" / "report" / "report.md").read_text()
 
 
 def test_stores_finds_a_static_run(tmp_path: Path) -> None:

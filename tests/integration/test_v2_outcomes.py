@@ -117,6 +117,9 @@ def test_v2_report_prints_outcomes_and_strata(tmp_path: Path) -> None:
     assert "## Per-family strata (descriptive)" in text
     # The synthetic store records no provider attempt, so no model: the caption says so.
     assert "model: not recorded; SIMULATED DATA." in text
+    pilot = "PILOT: this store runs 24 of the 576 rows of the frozen schedule; it is not the study."
+    assert f"**{pilot}**" in text
     page = files["report.html"].decode()
+    assert f'<p class="banner" role="note">{pilot}</p>' in page
     assert page.count('<details class="cell"') == 24
     assert "Recoverable stuck" in page
