@@ -34,12 +34,13 @@ from typing import Any, Final
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StoreError
+from harness.errors import StoreError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, credential_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus
+from harness.safeio import MAX_READ, read_regular
 from harness.store import (
     BeginEntry,
     CellRecord,
@@ -291,7 +292,9 @@ def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
     findings: list[Finding] = []
     for path in _files(root):
         try:
-            data = path.read_bytes()
+            data = read_regular(path, MAX_READ, what=str(path))
+        except UnsafeFileError as e:
+            raise TamperError(f"{e}: the audit refuses this store") from e
         except OSError as e:
             raise StoreError(f"cannot read {path} for the credential scan: {e.strerror}") from e
         files += 1
@@ -308,7 +311,10 @@ def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
     if not blobs.is_dir():
         return found
     for path in sorted(blobs.iterdir()):
-        data = path.read_bytes()
+        try:
+            data = read_regular(path, MAX_READ, what=str(path))
+        except UnsafeFileError as e:
+            raise TamperError(f"{e}: the audit refuses this store") from e
         if marker not in data:
             continue
         report = decode_report(data)
@@ -446,7 +452,11 @@ def render_audit(report: AuditReport) -> str:
     out = [
         f"store: {report.store_status} ({report.store_code}): {report.store_reason}",
         f"cells: {report.cells}/{report.schedule_rows}"
-        + (f", finalized (manifest {report.manifest_digest})" if report.finalized else ""),
+        + (
+            f", finalized (manifest {report.manifest_digest})"
+            if report.finalized
+            else ", not finalized (no manifest pins this store)"
+        ),
     ]
     if report.simulated_only:
         out.append("provider: simulated only (results of a simulation, not of a language model)")

@@ -18,6 +18,7 @@ from harness import ect
 from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
+from harness.safeio import read_input_head
 
 __all__ = ["main"]
 
@@ -230,9 +231,9 @@ def _read(path: Path, what: str) -> bytes:
         InputError: naming the file and the first problem, in one line.
     """
     try:
-        with path.open("rb") as handle:
-            # Bounded read: never load more than one byte past the limit.
-            data = handle.read(ect.MAX_INPUT_BYTES + 1)
+        # Bounded and regular files only (a FIFO or /dev/zero is refused before it is read);
+        # a file over the verifier's input bound is still handed on for it to judge.
+        data = read_input_head(path, ect.MAX_INPUT_BYTES, what)
     except OSError as e:
         raise InputError(f"cannot read {what} file {str(path)!r}: {e.strerror}") from e
     try:

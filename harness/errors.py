@@ -13,6 +13,7 @@ __all__ = [
     "HarnessError",
     "InfrastructureError",
     "InputError",
+    "UnsafeFileError",
     "MissingExtraError",
     "PromptBlindingError",
     "PromptTemplateError",
@@ -22,6 +23,7 @@ __all__ = [
     "ResponseSchemaError",
     "SimulatedBehaviourMissingError",
     "SimulatedViewError",
+    "AnchorMismatchError",
     "CommitOrderError",
     "DurabilityError",
     "FinalizeError",
@@ -89,6 +91,18 @@ class InfrastructureError(HarnessError):
 
 class InputError(HarnessError):
     """An input file is missing, unreadable or not what the command needs."""
+
+
+class UnsafeFileError(InputError):
+    """A file was refused before it was read: a symbolic link where none may be, not a regular
+    file (a FIFO, a device, a directory), over its size bound, or owned by another user.
+
+    ``kind`` is ``symlink``, ``type``, ``size`` or ``owner`` (``harness.safeio`` raises it).
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class MissingExtraError(HarnessError):
@@ -161,6 +175,13 @@ class TamperError(StoreError):
     exit_code = 3
 
 
+class AnchorMismatchError(StoreError):
+    """The store is not sealed by the manifest digest the user expects (or by none at all), or
+    its manifest signature does not verify; the anchor kept elsewhere refuses it."""
+
+    exit_code = 3
+
+
 class LockMismatchError(StoreError):
     """The store is bound to a different study lock than the one given."""
 
@@ -189,8 +210,12 @@ class FinalizeError(StoreError):
     """The store cannot be finalized (cells missing, torn tail, attempts open)."""
 
 
-class DurabilityError(StoreError):
-    """A write or fsync failed; the writer has stopped and will not retry."""
+class DurabilityError(StoreError, InfrastructureError):
+    """A write or fsync failed; the writer has stopped and will not retry.
+
+    An infrastructure failure (exit 75): what is committed stays, the cell in flight is not,
+    the store is not finalized, and resume continues it once the disk is usable again.
+    """
 
 
 class FsyncError(DurabilityError):

@@ -52,6 +52,7 @@ from harness.providers.config import (
     config_digest,
 )
 from harness.resources import code_root, data_path
+from harness.safeio import MAX_READ, read_input
 
 __all__ = [
     "COVERED_FILES",
@@ -198,7 +199,7 @@ def file_digest(role: FileRole | None, data: bytes) -> str:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path, MAX_READ, what)
     except FileNotFoundError as e:
         raise CoveredFileMissingError(
             f"the study lock covers {what}, which does not exist at {path}"
@@ -384,7 +385,7 @@ def read_lock(path: Path) -> tuple[StudyLock, bytes]:
         StudyLockError: the file is missing, unreadable or malformed.
     """
     try:
-        data = path.read_bytes()
+        data = read_input(path, MAX_READ, "study lock")
     except OSError as e:
         raise StudyLockError(f"cannot read the study lock {path}: {e.strerror}") from e
     return decode_lock(data, origin=str(path)), data

@@ -166,7 +166,9 @@ def _check_lock(run: _Run, root: Path | None) -> Check:
     return Check(
         name=CheckName.LOCK,
         ok=True,
-        detail=f"{run.lock_path} matches the code and config on disk ({lock_digest(data)})",
+        # No path in a passing check: the report is kept (hashed) in the store, and the same
+        # inputs must give the same bytes wherever the run was started from.
+        detail=f"the lock matches the code and config on disk ({lock_digest(data)})",
     )
 
 
@@ -227,7 +229,7 @@ def _check_schedule(run: _Run, source: ScheduleSource) -> Check:
         name=CheckName.SCHEDULE,
         ok=True,
         detail=(
-            f"{run.schedule_path}: {len(rows)} rows, exactly the locked schedule and its "
+            f"the schedule has {len(rows)} rows, exactly the locked schedule and its "
             f"regeneration from the frozen study config ({run.schedule_digest})"
         ),
     )

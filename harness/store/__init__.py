@@ -8,10 +8,18 @@ schedule row, result, provider-attempt audit group and the previous record's has
 
 Writing: ``RunStore.create`` / ``RunStore.open_for_resume`` (single writer, exclusive lock).
 Reading: ``verify_store``, ``read_store``, ``read_blob``, ``check_store_for_run`` (preflight).
-Sealing: ``finalize_store``. The store does not know what a schedule row, result or attempt
+Sealing: ``finalize_store``; anchors kept elsewhere: ``require_manifest`` (the published
+manifest digest), ``sign_manifest`` / ``verify_signature`` (an SSH signature over it).
+The store does not know what a schedule row, result or attempt
 means; the studies define those and may pass msgspec types to refuse unknown fields.
 """
 
+from harness.store._anchor import (
+    SIGNATURE_NAMESPACE,
+    require_manifest,
+    sign_manifest,
+    verify_signature,
+)
 from harness.store._files import FileOps
 from harness.store._model import (
     AttemptRef,
@@ -50,6 +58,7 @@ from harness.store._writer import (
 )
 
 __all__ = [
+    "SIGNATURE_NAMESPACE",
     "AttemptRef",
     "BeginEntry",
     "CellRecord",
@@ -76,8 +85,11 @@ __all__ = [
     "lock_digest",
     "read_blob",
     "read_store",
+    "require_manifest",
     "row_digest",
     "schedule_bytes",
     "schedule_digest",
+    "sign_manifest",
+    "verify_signature",
     "verify_store",
 ]

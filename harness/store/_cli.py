@@ -1,6 +1,6 @@
-"""``harness store``: verify and finalize run stores from the command line.
+"""``harness store``: verify, finalize and sign run stores from the command line.
 
-Thin: it calls ``verify_store`` / ``finalize_store`` and prints. Expected failures are
+Thin: it calls ``verify_store`` / ``finalize_store`` / the anchors and prints. Expected failures are
 ``HarnessError``s, printed once by the main CLI.
 """
 
@@ -13,7 +13,9 @@ from typing import Final
 import click
 import msgspec
 
-from harness.canonical import canonical_bytes
+from harness.canonical import canonical_bytes, is_digest
+from harness.errors import InputError
+from harness.store._anchor import require_manifest, sign_manifest, verify_signature
 from harness.store._model import VerifyReport, VerifyStatus
 from harness.store._seal import finalize_store
 from harness.store._view import verify_store
@@ -23,21 +25,33 @@ __all__ = ["store_group"]
 EXIT_OK: Final = 0
 EXIT_TORN: Final = 1
 EXIT_TAMPER: Final = 3
+EXIT_NOT_FINALIZED: Final = 4
+EXIT_IN_PROGRESS: Final = 5
 _EXIT: Final = {
     VerifyStatus.OK: EXIT_OK,
     VerifyStatus.TORN: EXIT_TORN,
     VerifyStatus.TAMPER: EXIT_TAMPER,
+    VerifyStatus.IN_PROGRESS: EXIT_IN_PROGRESS,
 }
+_KEEP: Final = "publish this digest where the store's writer cannot change it"
 
 
 @click.group("store")
 def store_group() -> None:
-    """Verify and finalize append-only run stores."""
+    """Verify, finalize and sign append-only run stores."""
+
+
+def _status(report: VerifyReport) -> str:
+    if report.status is VerifyStatus.IN_PROGRESS:
+        return "in progress"
+    if report.status is VerifyStatus.OK and not report.finalized:
+        return "not finalized"
+    return str(report.status)
 
 
 def _text(report: VerifyReport) -> str:
     lines = [
-        f"status: {report.status} ({report.code})",
+        f"status: {_status(report)} ({report.code})",
         f"reason: {report.reason}",
         f"records: {report.records} valid ({report.cells} of {report.schedule_rows} cells), "
         f"HEAD claims {report.head_claimed}, head {report.head}",
@@ -46,25 +60,63 @@ def _text(report: VerifyReport) -> str:
         "not yet bound to a record",
         f"lock: {report.lock_digest}",
         f"schedule: {report.schedule_digest}",
-        f"manifest: {report.manifest_digest or 'none'}",
+        f"manifest: {report.manifest_digest or 'none (not finalized)'}",
     ]
+    if report.writer is not None:
+        lines.append(f"writer: {report.writer}")
     return "\n".join(lines)
 
 
 @store_group.command("verify")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def verify_cmd(directory: Path, as_json: bool) -> None:
+@click.option(
+    "--expect-manifest",
+    "expected",
+    metavar="DIGEST",
+    default=None,
+    help="Refuse (exit 3) unless the store is intact and sealed by exactly this manifest digest.",
+)
+@click.option(
+    "--allowed-signers",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also require MANIFEST.sig to verify against this ssh-keygen allowed-signers file.",
+)
+@click.option(
+    "--signer",
+    default=None,
+    help="The principal that must have signed (default: any the allowed-signers file names).",
+)
+def verify_cmd(
+    directory: Path,
+    as_json: bool,
+    expected: str | None,
+    allowed_signers: Path | None,
+    signer: str | None,
+) -> None:
     """Verify a store from its stored bytes; report the longest valid prefix and why it stops.
 
-    Exit 0 when intact, 1 for a torn tail resume can repair, 3 for tamper (resume refused).
+    Exit 0 intact and finalized, 1 torn (resume repairs it), 3 tamper or not the expected
+    manifest, 4 intact but not finalized, 5 in progress (a live writer holds it).
     """
+    if expected is not None and not is_digest(expected):
+        raise InputError(f"--expect-manifest {expected!r} is not a digest `blake3:<64 hex>`")
     report = verify_store(directory)
     if as_json:
         sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(report)) + b"\n")
         sys.stdout.flush()
     else:
         click.echo(_text(report))
+    if expected is not None:
+        require_manifest(report, expected, directory)
+        click.echo(f"manifest matches the expected {expected}", err=True)
+    if allowed_signers is not None:
+        require_manifest(report, report.manifest_digest or "a manifest", directory)
+        principal = verify_signature(directory, allowed_signers, signer)
+        click.echo(f"manifest signature verifies: signed by {principal}", err=True)
+    if report.status is VerifyStatus.OK and not report.finalized:
+        sys.exit(EXIT_NOT_FINALIZED)
     sys.exit(_EXIT[report.status])
 
 
@@ -81,4 +133,24 @@ def finalize_cmd(directory: Path, expected_cells: int | None) -> None:
 
     Keep the printed digest somewhere else: it is what reveals a cut or rewritten store later.
     """
-    click.echo(finalize_store(directory, expected_cells))
+    digest = finalize_store(directory, expected_cells)
+    click.echo(digest)
+    click.echo(f"manifest {digest}: {_KEEP}", err=True)
+
+
+@store_group.command("sign")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option(
+    "--key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="SSH private key to sign with (ssh-keygen -Y sign -f KEY).",
+)
+def sign_cmd(directory: Path, key: Path) -> None:
+    """Sign a finalized store's MANIFEST with an SSH key; writes DIRECTORY/MANIFEST.sig.
+
+    Check it with `harness store verify DIR --allowed-signers FILE`.
+    """
+    report = verify_store(directory)
+    path = sign_manifest(directory, report, key)
+    click.echo(f"signed manifest {report.manifest_digest}: {path}")

@@ -9,8 +9,12 @@ Layout of a run directory::
     study.lock     byte copy of the study lock
     schedule.json  canonical bytes of the schedule (a JSON array of row objects)
     MANIFEST       the final seal, same line format (written by finalize)
+    MANIFEST.sig   optional SSH signature of MANIFEST (``harness store sign``); not hashed
     writer.lock    the exclusive writer lock; names its holder; not part of the evidence
     evidence/      torn tails cut on resume, kept aside
+
+Nothing in a store is followed: every file is opened without following a link and must be a
+regular file of the store directory's owner within its size bound (``LIMITS``).
 
 Every write the writer makes goes through ``FileOps``, the seam where tests inject a failing
 fsync, a short write or ENOSPC. Failures are translated into ``DurabilityError`` subclasses and
@@ -27,7 +31,9 @@ import fcntl
 import os
 import re
 import socket
+import stat
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -42,17 +48,26 @@ from harness.errors import (
     NoSpaceError,
     ShortWriteError,
     StoreError,
+    TamperError,
+    UnsafeFileError,
     WriterLockedError,
 )
+from harness.safeio import READ_FLAGS, check_regular
 
 __all__ = [
     "BLOBS",
+    "DIRECTORIES",
     "EVIDENCE",
     "HEAD",
     "HEAD_TMP",
     "JOURNAL",
+    "LIMITS",
     "LOCK_COPY",
     "MANIFEST",
+    "MANIFEST_SIG",
+    "MAX_BLOB",
+    "MAX_LOG",
+    "MAX_SMALL",
     "MANIFEST_TMP",
     "RECORDS",
     "SCHEDULE_COPY",
@@ -82,12 +97,39 @@ MANIFEST: Final = "MANIFEST"
 MANIFEST_TMP: Final = "MANIFEST.tmp"
 WRITER_LOCK: Final = "writer.lock"
 EVIDENCE: Final = "evidence"
+MANIFEST_SIG: Final = "MANIFEST.sig"
+
+# Size bounds, checked with fstat before a byte is read (a hostile store may hold /dev/zero,
+# a FIFO or a sparse multi-GB file under any of these names). Generous: the 576-cell study
+# writes about 3 MB of records, 2 MB of journal and blobs of a few KiB.
+MAX_LOG: Final = 1 << 30
+MAX_BLOB: Final = 64 << 20
+MAX_SMALL: Final = 1 << 16
+LIMITS: Final = {
+    RECORDS: MAX_LOG,
+    JOURNAL: MAX_LOG,
+    HEAD: MAX_SMALL,
+    HEAD_TMP: MAX_SMALL,
+    MANIFEST: MAX_SMALL,
+    MANIFEST_TMP: MAX_SMALL,
+    MANIFEST_SIG: MAX_SMALL,
+    WRITER_LOCK: MAX_SMALL,
+    LOCK_COPY: 64 << 20,
+    SCHEDULE_COPY: 256 << 20,
+}
+"""Every regular file a store directory may hold at its top level, with its size bound."""
+DIRECTORIES: Final = frozenset({BLOBS, EVIDENCE})
+"""Every directory a store directory may hold at its top level."""
 
 _HEX_LEN: Final = 64
 _HEX: Final = re.compile(rb"[0-9a-f]{64}")
 _LINE_START: Final = re.compile(rb"(?=[0-9a-f]{64} )")
 _BLOB_NAME: Final = re.compile(r"[0-9a-f]{64}")
 _HEX_RUN: Final = re.compile(r"[0-9a-f]*")
+_NO_FOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
+_LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_LOCK_TRIES: Final = 50
+_LOCK_PAUSE_S: Final = 0.005
 
 
 # --- line format ------------------------------------------------------------------------------
@@ -267,9 +309,11 @@ class FileOps:
             return False
         raise OSError(code, os.strerror(code), str(src))
 
-    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
-        """``os.open``."""
-        return os.open(path, flags, mode)
+    def open(
+        self, path: Path | str, flags: int, mode: int = 0o644, dir_fd: int | None = None
+    ) -> int:
+        """``os.open`` (relative to ``dir_fd`` when given)."""
+        return os.open(path, flags, mode, dir_fd=dir_fd)
 
     def write(self, fd: int, data: bytes) -> int:
         """``os.write``: one call, the count the kernel accepted."""
@@ -279,9 +323,9 @@ class FileOps:
         """``os.fsync``."""
         os.fsync(fd)
 
-    def rename(self, src: Path, dst: Path) -> None:
-        """``os.rename``."""
-        os.rename(src, dst)
+    def rename(self, src: Path | str, dst: Path | str, dir_fd: int | None = None) -> None:
+        """``os.rename`` (both names relative to ``dir_fd`` when given)."""
+        os.rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
     def truncate(self, fd: int, length: int) -> None:
         """``os.ftruncate``."""
@@ -303,16 +347,22 @@ class Durable:
     def _failure(e: OSError, action: str, what: str) -> DurabilityError:
         detail = e.strerror or str(e)
         if e.errno == errno.ENOSPC:
-            return NoSpaceError(f"no space left while {action} {what}: {detail}")
+            return NoSpaceError(
+                f"no space left while {action} {what}: {detail}; the writer stops, committed "
+                "cells are kept: free space, then resume the store"
+            )
         if action == "fsyncing":
             return FsyncError(f"fsync of {what} failed: {detail}; the writer stops (not retried)")
         return DurabilityError(f"{action} {what} failed: {detail}; the writer stops")
 
-    def open(self, path: Path, flags: int, what: str) -> int:
-        """Open ``path``; failure is a DurabilityError."""
+    def open(self, path: Path | str, flags: int, what: str, dir_fd: int | None = None) -> int:
+        """Open ``path`` without following a link at its last component; failure is a
+        DurabilityError (a planted link is refused as tamper)."""
         try:
-            return self.ops.open(path, flags)
+            return self.ops.open(path, flags | _NO_FOLLOW, dir_fd=dir_fd)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TamperError(f"{what} is a symbolic link; the store is refused") from e
             raise self._failure(e, "opening", what) from e
 
     def write_all(self, fd: int, data: bytes, what: str) -> None:
@@ -323,7 +373,8 @@ class Durable:
             raise self._failure(e, "writing", what) from e
         if written != len(data):
             raise ShortWriteError(
-                f"short write to {what}: {written} of {len(data)} bytes; the writer stops"
+                f"short write to {what}: {written} of {len(data)} bytes (disk full?); the "
+                "writer stops, committed cells are kept: free space, then resume the store"
             )
 
     def fsync(self, fd: int, what: str) -> None:
@@ -335,7 +386,11 @@ class Durable:
 
     def fsync_dir(self, path: Path) -> None:
         """fsync a directory so a created, renamed or removed entry is durable."""
-        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY, f"directory {path.name}")
+        # Only fsynced, never written through: a directory the user named may be a link.
+        try:
+            fd = self.ops.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            raise self._failure(e, "opening", f"directory {path.name}") from e
         try:
             self.fsync(fd, f"directory {path.name}")
         finally:
@@ -348,12 +403,13 @@ class Durable:
         except OSError as e:
             raise self._failure(e, "closing", "a store file") from e
 
-    def rename(self, src: Path, dst: Path) -> None:
-        """Rename ``src`` over ``dst``."""
+    def rename(self, src: Path | str, dst: Path | str, dir_fd: int | None = None) -> None:
+        """Rename ``src`` over ``dst`` (both relative to ``dir_fd`` when given)."""
         try:
-            self.ops.rename(src, dst)
+            self.ops.rename(src, dst, dir_fd=dir_fd)
         except OSError as e:
-            raise self._failure(e, "renaming", f"{src.name} to {dst.name}") from e
+            names = f"{os.path.basename(src)} to {os.path.basename(dst)}"
+            raise self._failure(e, "renaming", names) from e
 
     def truncate(self, fd: int, length: int, what: str) -> None:
         """Cut a file to ``length`` bytes."""
@@ -425,39 +481,69 @@ class WriterLock:
     def acquire(cls, path: Path, store: Path) -> WriterLock:
         """Take the lock or raise.
 
+        The lock file is opened without following a symbolic link and must be a regular file
+        owned by the store directory's owner: a planted link cannot make the writer create or
+        truncate a file outside the store. A reader checking for a writer holds a shared lock
+        for a moment; the exclusive lock is retried briefly so such a check never refuses a
+        writer, while a real writer (which holds the lock for the whole run) still is.
+
         Raises:
             WriterLockedError: another process holds it (the message names the holder).
+            TamperError: the lock file is a symbolic link, not a regular file, or foreign.
             StoreError: the lock file cannot be opened.
         """
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            owner = os.stat(path.parent).st_uid
+            fd = os.open(path, _LOCK_FLAGS, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TamperError(
+                    f"{WRITER_LOCK} of {store} is a symbolic link; the store is refused"
+                ) from e
             raise StoreError(f"cannot open the writer lock of {store}: {e.strerror}") from e
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            try:
-                holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-            finally:
-                os.close(fd)
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise StoreError(f"cannot lock {store}: {e.strerror}") from e
-            raise WriterLockedError(
-                f"store {store} is held by another writer: {holder or 'holder not yet named'}"
-            ) from None
+            check_regular(fd, f"{WRITER_LOCK} of {store}", MAX_SMALL, owner)
+            cls._lock(fd, store)
+        except UnsafeFileError as e:
+            os.close(fd)
+            raise TamperError(f"{e}; the store is refused") from e
+        except BaseException:
+            os.close(fd)
+            raise
         holder_line = f"pid {os.getpid()} on host {socket.gethostname()}\n".encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder_line, 0)
         return cls(fd, path)
 
     @staticmethod
-    def holder(path: Path) -> str | None:
-        """Who holds the lock at ``path`` now (None when free or absent); takes nothing."""
+    def _lock(fd: int, store: Path) -> None:
+        for attempt in range(_LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise StoreError(f"cannot lock {store}: {e.strerror}") from e
+                if attempt + 1 < _LOCK_TRIES:
+                    time.sleep(_LOCK_PAUSE_S)
+        holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+        raise WriterLockedError(
+            f"store {store} is held by another writer: {holder or 'holder not yet named'}"
+        )
+
+    @staticmethod
+    def holder(path: Path, *, dir_fd: int | None = None) -> str | None:
+        """Who holds the lock at ``path`` now (None when free, absent or not a regular file).
+
+        Takes a shared lock for a moment (``acquire`` retries past it); never follows a link.
+        """
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None
+            fd = os.open(path, READ_FLAGS, dir_fd=dir_fd)
+        except OSError:
+            return None  # absent, or a link the scan refuses on its own
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:

@@ -180,11 +180,16 @@ class Manifest(_Plain, frozen=True, kw_only=True):
 
 
 class VerifyStatus(StrEnum):
-    """ok: intact. torn: a crash state resume repairs. tamper: no crash explains it."""
+    """ok: intact. torn: a crash state resume repairs. tamper: no crash explains it.
+
+    in_progress: a live writer holds the store; what HEAD had committed when the read began
+    verifies (a crash state in it is the writer's append in flight, not a fault).
+    """
 
     OK = "ok"
     TORN = "torn"
     TAMPER = "tamper"
+    IN_PROGRESS = "in_progress"
 
 
 class VerifyCode(StrEnum):
@@ -240,6 +245,12 @@ class VerifyCode(StrEnum):
     MANIFEST_HASH_MISMATCH = "MANIFEST_HASH_MISMATCH"
     MANIFEST_MISMATCH = "MANIFEST_MISMATCH"
     FINALIZED_TAIL = "FINALIZED_TAIL"
+    # Tamper: a link, a special file, a foreign or oversized file where a store file belongs.
+    UNSAFE_FILE = "UNSAFE_FILE"
+    # Status ok, yet not sealed: an intact prefix no manifest pins (anything may follow it).
+    NOT_FINALIZED = "NOT_FINALIZED"
+    # Status in_progress: a live writer holds the store.
+    IN_PROGRESS = "IN_PROGRESS"
 
 
 class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -261,6 +272,8 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         schedule_digest: the schedule digest genesis binds (None when genesis fails).
         schedule_rows: rows of the bound schedule (0 when genesis fails).
         manifest_digest: the manifest's own digest when a valid manifest is present.
+        writer: who holds the store's writer lock (pid and host) when the read began or
+            ended, or None.
     """
 
     status: VerifyStatus
@@ -278,6 +291,7 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     schedule_digest: str | None
     schedule_rows: int
     manifest_digest: str | None
+    writer: str | None = None
 
     def __bool__(self) -> bool:
         return self.status is VerifyStatus.OK

@@ -22,12 +22,21 @@ digest computed from the stored bytes, so whatever it accepts the checked path a
 the same state. At the first doubt the checked path takes over from that item on. Every hash is
 still recomputed and every blob still read and hashed; only the cost of each check differs.
 
+Reading: every file is opened relative to the store directory's descriptor without following a
+link, and must be a regular file of the directory's owner within its size bound before a byte of
+it is read; a link, a special file or an oversized file anywhere in the store is tamper
+(``UNSAFE_FILE``). The files a writer changes are read in the order that makes a consistent view
+(MANIFEST, HEAD, records, journal, then the blob listing); while a live writer holds the lock,
+the view ends where HEAD did and the verdict is ``in_progress`` unless the view itself fails.
+
 Scanning never writes. Repairs (cutting a torn tail) are the writer's, under the writer lock.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias
@@ -42,19 +51,27 @@ from harness.canonical import (
     digest_bytes,
     domain_prefix,
 )
-from harness.errors import StoreError, StoreNotFoundError
+from harness.errors import StoreError, StoreNotFoundError, UnsafeFileError
+from harness.safeio import READ_FLAGS, check_regular, file_kind, open_dir, read_fd, read_regular
 from harness.store._files import (
     BLOBS,
+    DIRECTORIES,
+    EVIDENCE,
     HEAD,
     JOURNAL,
+    LIMITS,
     LOCK_COPY,
     MANIFEST,
+    MAX_BLOB,
     RECORDS,
     SCHEDULE_COPY,
+    WRITER_LOCK,
     Line,
     LineFault,
+    WriterLock,
     blob_names,
     has_valid_line_after,
+    is_blob_name,
     iter_lines,
     parse_line,
 )
@@ -197,6 +214,9 @@ class _FastEnd(_FastEntry, tag="end", frozen=True, kw_only=True):
 
 _ScanCell: TypeAlias = "_CellView | _FastCell"
 
+_BLOB_FIRST_READ: Final = 1 << 16
+"""One read takes a whole blob up to this size (raw responses are a few KiB); a blob that fills
+it is checked (type, owner, size bound) before the rest is read."""
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | _CellView)
 _CELL: Final = msgspec.json.Decoder(CellRecord)
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)
@@ -277,23 +297,6 @@ def _is_object(raw: msgspec.Raw) -> bool:
     return bytes(memoryview(raw)[:1]) == b"{"
 
 
-def _read_all(fd: int) -> bytes:
-    """The rest of ``fd``, to end of file."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        return None
-
-
 def _short(digest: str | None) -> str:
     return "none" if digest is None else digest[:19] + "..."
 
@@ -301,9 +304,13 @@ def _short(digest: str | None) -> str:
 class _Scanner:
     """One pass over a run directory; collects the first tamper and the first torn fault."""
 
-    def __init__(self, root: Path, *, fast: bool = True) -> None:
+    def __init__(self, root: Path, dir_fd: int, owner: int, *, live: bool, fast: bool) -> None:
         self.root = root
+        self.dir_fd = dir_fd
+        self.owner = owner
+        self.live = live
         self.fast = fast
+        self.files: dict[str, bytes | None] = {}
         self.tamper: Fault | None = None
         self.torn: Fault | None = None
         self.lock_fault: Fault | None = None
@@ -323,16 +330,88 @@ class _Scanner:
         if self.torn is None:
             self.torn = Fault(code, reason)
 
+    # --- reading ------------------------------------------------------------------------------
+
+    def _unsafe(self, error: UnsafeFileError) -> None:
+        self._tamper(VerifyCode.UNSAFE_FILE, f"{error}; a store holds only its own regular files")
+
+    def _read(self, name: str) -> bytes | None:
+        """A top-level store file, read bounded without following links (None when absent)."""
+        try:
+            return read_regular(name, LIMITS[name], dir_fd=self.dir_fd, owner=self.owner, what=name)
+        except FileNotFoundError:
+            return None
+        except UnsafeFileError as e:
+            self._unsafe(e)
+            return None
+
+    def entries(self) -> None:
+        """Refuse a store holding a link or a special file, at its top level or in a folder.
+
+        Names the store does not know are left alone (they are not evidence), unless they are
+        links or special files: nothing in a store directory may point elsewhere.
+        """
+        with os.scandir(self.dir_fd) as found:
+            for entry in found:
+                self._entry_type(entry, entry.name)
+                if entry.name == EVIDENCE and entry.is_dir(follow_symlinks=False):
+                    try:
+                        fd = open_dir(EVIDENCE, dir_fd=self.dir_fd, follow=False)
+                    except (OSError, UnsafeFileError):
+                        continue  # vanished, or swapped meanwhile: the type check named it
+                    try:
+                        with os.scandir(fd) as inner:
+                            for item in inner:
+                                self._entry_type(item, f"{EVIDENCE}/{item.name}", folder=True)
+                    finally:
+                        os.close(fd)
+
+    def _entry_type(self, entry: os.DirEntry[str], where: str, *, folder: bool = False) -> None:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):
+            self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a symbolic link; refused")
+        elif stat.S_ISDIR(mode):
+            if folder or entry.name in LIMITS:
+                self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a directory, not a file")
+        elif not stat.S_ISREG(mode):
+            self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is {file_kind(mode)}; refused")
+        elif entry.name in DIRECTORIES and not folder:
+            self._tamper(VerifyCode.UNSAFE_FILE, f"{where} is a file, not a directory")
+
+    def snapshot(self) -> None:
+        """Read what changes while a writer works, in the order that bounds a consistent view.
+
+        The writer appends a journal entry before the record that binds it, fsyncs a record
+        before HEAD claims it, and stores a blob before any entry references it. Reading the
+        manifest, HEAD, the record log and the journal in that order (and listing blobs after)
+        gives a view in which everything HEAD claims is present with all it binds.
+        """
+        self.files[MANIFEST] = self._read(MANIFEST)
+        head = self._read(HEAD)
+        if self.live:
+            # A live writer reuses the previous HEAD's file for the next one after an atomic
+            # swap: a read that overlaps that rewrite can see a mix. Read again until stable.
+            for _ in range(20):
+                if head is None or self._head(head) is not None:
+                    break
+                head = self._read(HEAD)
+        self.files[HEAD] = head
+        self.files[RECORDS] = self._read(RECORDS)
+        self.files[JOURNAL] = self._read(JOURNAL)
+
     # --- inputs copies ------------------------------------------------------------------------
 
     def copies(self) -> None:
-        lock = _read(self.root / LOCK_COPY)
+        lock = self._read(LOCK_COPY)
         if lock is None:
             self.lock_fault = Fault(VerifyCode.LOCK_COPY_MISSING, f"{LOCK_COPY} is missing")
             self._tamper(self.lock_fault.code, self.lock_fault.reason)
         else:
             self.s.lock_digest = digest_bytes(Domain.LOCK, lock)
-        schedule = _read(self.root / SCHEDULE_COPY)
+        schedule = self._read(SCHEDULE_COPY)
         if schedule is None:
             self.schedule_fault = Fault(
                 VerifyCode.SCHEDULE_COPY_MISSING, f"{SCHEDULE_COPY} is missing"
@@ -370,49 +449,82 @@ class _Scanner:
 
     def blobs(self) -> None:
         try:
-            dir_fd = os.open(self.root / BLOBS, os.O_RDONLY | os.O_DIRECTORY)
+            dir_fd = open_dir(BLOBS, dir_fd=self.dir_fd, follow=False)
         except FileNotFoundError:
+            return
+        except UnsafeFileError as e:
+            self._unsafe(e)
             return
         prefix = domain_prefix(Domain.BLOB)
         hasher = blake3.blake3()  # reset per blob: cheaper than a new one
         reset, update, finish = hasher.reset, hasher.update, hasher.digest
         found = self.s.blobs
         try:
-            # Thousands of small files: openat and small reads, no path objects, no calls
-            # per blob beyond the system calls and the hash.
+            # Thousands of small files: openat and one read each, no path objects, no calls per
+            # blob beyond the system calls and the hash. A blob is opened without following a
+            # link (a link fails to open) and never blocks (O_NONBLOCK: a FIFO reads as empty).
+            # Whatever is not a regular file cannot pass as a blob: it fails to open (a socket),
+            # fails to read (a folder), fills the first buffer (a device such as /dev/zero) or
+            # does not hash to its name (a FIFO, /dev/null); each of those is then examined
+            # with fstat and refused by its type, before anything more is read. A blob that
+            # fills the first buffer is checked (type, owner, size bound) before reading on.
+            # A folder only its owner can write holds only its owner's (or root's) files, so
+            # the owner is checked per file only when others could write the folder.
+            folder = os.fstat(dir_fd)
+            per_file_owner = folder.st_uid != self.owner or bool(folder.st_mode & 0o022)
             names = os.listdir(dir_fd)
             names.sort()
-            open_, read, close, rdonly = os.open, os.read, os.close, os.O_RDONLY
-            # Other names are temp files of an interrupted put; never referenced.
-            for name in blob_names(names):
+            every_name_a_blob = len(blob_names(names)) == len(names)
+            open_, read, close, flags = os.open, os.read, os.close, READ_FLAGS
+            first = _BLOB_FIRST_READ
+            for name in names:
+                where = f"{BLOBS}/{name[:16]}"
                 try:
-                    fd = open_(name, rdonly, dir_fd=dir_fd)
-                except (FileNotFoundError, IsADirectoryError):
+                    fd = open_(name, flags, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    continue  # a temp file a live writer renamed meanwhile
+                except OSError as e:
+                    self._unopenable(where, e)
                     continue
                 try:
-                    # A raw response is a few KiB: one small read, then one to see the end.
-                    data = read(fd, 1 << 13)
-                    if data and (more := read(fd, 1 << 16)):
-                        data += more + _read_all(fd)
-                finally:
-                    close(fd)
-                # The name is the hex digest of the content (a blob's name is its digest).
-                reset()
-                update(prefix + data)
-                if finish().hex() == name:
-                    found.add(DIGEST_PREFIX + name)
-                else:
+                    if per_file_owner:
+                        check_regular(fd, where, MAX_BLOB, self.owner)
+                    data = read(fd, first)
+                    if len(data) == first:  # a large blob, or a device
+                        data += read_fd(fd, where, MAX_BLOB, self.owner)
+                    if not every_name_a_blob and not is_blob_name(name):
+                        continue  # temp file of an interrupted put; never referenced
+                    # The name is the hex digest of the content (a blob's name is its digest).
+                    reset()
+                    update(prefix + data)
+                    if finish().hex() == name:
+                        found.add(DIGEST_PREFIX + name)
+                        continue
+                    check_regular(fd, where, MAX_BLOB, self.owner)  # names a FIFO or device
                     self._tamper(
                         VerifyCode.BLOB_CORRUPT,
                         f"blob {name[:12]}... does not hash to its name (content changed)",
                     )
+                except UnsafeFileError as e:
+                    self._unsafe(e)
+                except OSError as e:
+                    self._unopenable(where, e)
+                finally:
+                    close(fd)
         finally:
             os.close(dir_fd)
+
+    def _unopenable(self, where: str, error: OSError) -> None:
+        if error.errno == errno.ELOOP:
+            reason = f"{where} is a symbolic link; refused"
+        else:
+            reason = f"{where} cannot be read as a file ({error.strerror}); refused"
+        self._tamper(VerifyCode.UNSAFE_FILE, reason)
 
     # --- journal ------------------------------------------------------------------------------
 
     def journal(self) -> None:
-        data = _read(self.root / JOURNAL)
+        data = self.files[JOURNAL]
         if data is None:
             self._tamper(VerifyCode.JOURNAL_MISSING, f"{JOURNAL} is missing")
             data = b""
@@ -546,12 +658,19 @@ class _Scanner:
     # --- records ------------------------------------------------------------------------------
 
     def records(self) -> tuple[bytes, Fault | None, LineFault | None]:
-        data = _read(self.root / RECORDS)
+        data = self.files[RECORDS]
         if data is None:
             self._tamper(VerifyCode.RECORDS_MISSING, f"{RECORDS} is missing")
             data = b""
-        self.s.records_size = len(data)
         lines, stop, why = iter_lines(data, 0, Domain.STORE_RECORD)
+        head = self._head(self.files[HEAD])
+        if self.live and head is not None and 0 < head.count < len(lines):
+            # A live writer appends past what HEAD claimed when this read began: the snapshot
+            # ends where HEAD said (records after it are checked by the next read).
+            lines = lines[: head.count]
+            stop, why = lines[-1].end, None
+            data = data[:stop]
+        self.s.records_size = len(data)
         for index in range(self._accept_records(lines) if self.fast else 0, len(lines)):
             line = lines[index]
             fault = self._record(index, line)
@@ -776,8 +895,21 @@ class _Scanner:
 
     # --- HEAD and classification --------------------------------------------------------------
 
+    @staticmethod
+    def _head(data: bytes | None) -> Head | None:
+        """HEAD decoded, or None when absent or not a valid HEAD line."""
+        if data is None:
+            return None
+        line = parse_line(data, 0, Domain.STORE_HEAD)
+        if isinstance(line, LineFault) or line.end != len(data):
+            return None
+        try:
+            return _HEAD.decode(line.body)
+        except msgspec.DecodeError:
+            return None
+
     def read_head(self) -> Head | Fault:
-        data = _read(self.root / HEAD)
+        data = self.files[HEAD]
         if data is None:
             return Fault(VerifyCode.HEAD_MISSING, f"{HEAD} is missing")
         line = parse_line(data, 0, Domain.STORE_HEAD)
@@ -883,7 +1015,7 @@ class _Scanner:
             )
 
     def manifest(self) -> None:
-        data = _read(self.root / MANIFEST)
+        data = self.files[MANIFEST]
         if data is None:
             return
         line = parse_line(data, 0, Domain.STORE_MANIFEST)
@@ -924,18 +1056,36 @@ class _Scanner:
         self.s.manifest = manifest
         self.manifest_digest = line.digest
 
-    def report(self) -> VerifyReport:
+    def report(self, writer: str | None) -> VerifyReport:
         s = self.s
+        cells = max(s.records - 1, 0)
         if self.tamper is not None:
             status, fault = VerifyStatus.TAMPER, self.tamper
+        elif writer is not None:
+            # A crash state seen while a writer works is that writer's append in flight.
+            status, fault = (
+                VerifyStatus.IN_PROGRESS,
+                Fault(
+                    VerifyCode.IN_PROGRESS,
+                    f"held by a live writer ({writer}); {s.records} records ({cells} cells) "
+                    "verified up to what HEAD had committed when the read began",
+                ),
+            )
         elif self.torn is not None:
             status, fault = VerifyStatus.TORN, self.torn
-        else:
-            cells = max(s.records - 1, 0)
-            sealed = "" if self.manifest_digest is None else ", finalized"
+        elif self.manifest_digest is None:
             status, fault = (
                 VerifyStatus.OK,
-                Fault(VerifyCode.OK, f"{s.records} records ({cells} cells) verified{sealed}"),
+                Fault(
+                    VerifyCode.NOT_FINALIZED,
+                    f"{s.records} records ({cells} cells) verified; not finalized (no "
+                    f"{MANIFEST}): nothing pins this store's end",
+                ),
+            )
+        else:
+            status, fault = (
+                VerifyStatus.OK,
+                Fault(VerifyCode.OK, f"{s.records} records ({cells} cells) verified, finalized"),
             )
         genesis = s.genesis
         return VerifyReport(
@@ -943,7 +1093,7 @@ class _Scanner:
             code=fault.code,
             reason=fault.reason,
             records=s.records,
-            cells=max(s.records - 1, 0),
+            cells=cells,
             head=s.record_hashes[-1] if s.record_hashes else None,
             head_claimed=None if self.head is None else self.head.count,
             torn_bytes=s.records_size - s.records_end,
@@ -954,6 +1104,7 @@ class _Scanner:
             schedule_digest=None if genesis is None else genesis.schedule_digest,
             schedule_rows=0 if genesis is None else genesis.schedule_rows,
             manifest_digest=self.manifest_digest if status is VerifyStatus.OK else None,
+            writer=writer,
         )
 
 
@@ -973,6 +1124,7 @@ _EMPTY_REPORT: Final = VerifyReport(
     schedule_digest=None,
     schedule_rows=0,
     manifest_digest=None,
+    writer=None,
 )
 
 
@@ -1014,18 +1166,26 @@ def require_store(root: Path) -> None:
     """
     if not root.is_dir():
         raise StoreNotFoundError(f"no store at {root}")
-    if not (root / RECORDS).exists() and not (root / HEAD).exists():
+    if not any(os.path.lexists(root / name) for name in (RECORDS, HEAD)):
         raise StoreNotFoundError(f"{root} is not a run store (no {RECORDS} and no {HEAD})")
 
 
-def scan(root: Path, *, fast: bool = True) -> Scan:
+def scan(root: Path, *, fast: bool = True, held: bool = False) -> Scan:
     """Verify the run directory ``root``; never writes.
+
+    Every file is opened relative to the store directory's descriptor without following a
+    link, checked to be a regular file owned by the directory's owner and within its size
+    bound, and only then read. While a writer holds the store, the view is bounded by what
+    HEAD had committed when the read began and the verdict is ``in progress`` unless that
+    view itself fails (tamper).
 
     Args:
         root: the run directory.
         fast: accept intact journal entries and cell records on the fast path (see above);
             False runs every entry and record through the checked path alone, the reference
             the fast path must agree with exactly.
+        held: the caller holds the writer lock (resume, finalize): no writer can be at work,
+            and a crash state is reported as such for the caller to repair.
 
     Raises:
         StoreNotFoundError: ``root`` is not a directory holding a store.
@@ -1033,8 +1193,30 @@ def scan(root: Path, *, fast: bool = True) -> Scan:
     """
     root = Path(root)
     require_store(root)
-    scanner = _Scanner(root, fast=fast)
     try:
+        dir_fd = open_dir(root, follow=True)
+    except (OSError, UnsafeFileError) as e:
+        raise StoreNotFoundError(f"no store at {root}: {e}") from e
+    try:
+        owner = os.fstat(dir_fd).st_uid
+        writer = None if held else WriterLock.holder(Path(WRITER_LOCK), dir_fd=dir_fd)
+        found = _scan_once(root, dir_fd, owner, writer, fast)
+        if not held and writer is None and found.report.status is not VerifyStatus.OK:
+            # A writer that started during the read may have changed what was read: if one
+            # holds the store now, read again as a live store.
+            writer = WriterLock.holder(Path(WRITER_LOCK), dir_fd=dir_fd)
+            if writer is not None:
+                found = _scan_once(root, dir_fd, owner, writer, fast)
+        return found
+    finally:
+        os.close(dir_fd)
+
+
+def _scan_once(root: Path, dir_fd: int, owner: int, writer: str | None, fast: bool) -> Scan:
+    scanner = _Scanner(root, dir_fd, owner, live=writer is not None, fast=fast)
+    try:
+        scanner.entries()
+        scanner.snapshot()
         scanner.copies()
         scanner.blobs()
         scanner.journal()
@@ -1045,5 +1227,5 @@ def scan(root: Path, *, fast: bool = True) -> Scan:
     except OSError as e:
         where = e.filename or root
         raise StoreError(f"cannot read store {root}: {where}: {e.strerror or e}") from e
-    scanner.s.report = scanner.report()
+    scanner.s.report = scanner.report(writer)
     return scanner.s

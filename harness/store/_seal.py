@@ -56,7 +56,7 @@ def finalize_store(
     require_store(root)
     lock = WriterLock.acquire(root / WRITER_LOCK, root)
     try:
-        found = scan(root)
+        found = scan(root, held=True)
         report = found.report
         if report.status is VerifyStatus.TAMPER:
             raise TamperError(

@@ -1,6 +1,7 @@
 """Read-only access: verify a store, read it back verified, and preflight's store check.
 
-Nothing here takes the writer lock or writes; a store being written may look torn for a moment.
+Nothing here takes the writer lock or writes. A store a live writer holds is read as a snapshot
+bounded by what HEAD had committed when the read began, and reported ``in_progress``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from pathlib import Path
 import msgspec
 
 from harness.canonical import Domain, digest_bytes, is_digest
-from harness.errors import StoreError, StoreNotFoundError, TamperError
-from harness.store._files import BLOBS, MANIFEST, WRITER_LOCK, WriterLock, blob_name
+from harness.errors import StoreError, StoreNotFoundError, TamperError, UnsafeFileError
+from harness.safeio import open_dir, read_regular
+from harness.store._files import BLOBS, MANIFEST, MAX_BLOB, WRITER_LOCK, WriterLock, blob_name
 from harness.store._journal import orphans_of
 from harness.store._model import (
     CellRecord,
@@ -79,11 +81,18 @@ def read_blob(root: str | os.PathLike[str], digest: str) -> bytes:
     """
     if not is_digest(digest):
         raise StoreError(f"{digest!r} is not a blob digest")
-    path = Path(root) / BLOBS / blob_name(digest)
     try:
-        data = path.read_bytes()
+        dir_fd = open_dir(Path(root) / BLOBS, follow=False)
+        try:
+            data = read_regular(blob_name(digest), MAX_BLOB, dir_fd=dir_fd, what=f"blob {digest}")
+        finally:
+            os.close(dir_fd)
     except FileNotFoundError as e:
         raise StoreError(f"blob {digest} is not in {root}") from e
+    except UnsafeFileError as e:
+        raise TamperError(f"{e} in {root}; refused") from e
+    except OSError as e:
+        raise StoreError(f"cannot read blob {digest} in {root}: {e.strerror or e}") from e
     if digest_bytes(Domain.BLOB, data) != digest:
         raise TamperError(f"blob {digest} in {root} does not hash to its name")
     return data
@@ -99,15 +108,23 @@ def check_store_for_run(
     """
     root = Path(root)
     if not root.exists() or (root.is_dir() and not any(root.iterdir())):
-        return StoreCheck(state=StoreState.NEW, cells=0, reason=f"{root}: new store")
+        # No path in the reason: preflight keeps it in the store, where the same inputs must
+        # give the same bytes wherever the store lives.
+        return StoreCheck(state=StoreState.NEW, cells=0, reason="new store")
+    # A second writer is refused with the holder's name before anything is verified.
+    holder = WriterLock.holder(root / WRITER_LOCK) if root.is_dir() else None
+    if holder is not None:
+        return _unusable(f"store {root} is held by another writer: {holder}")
     try:
         found = scan(root)
     except StoreNotFoundError as e:
         return StoreCheck(state=StoreState.UNUSABLE, cells=0, reason=str(e))
     report = found.report
+    if report.status is VerifyStatus.IN_PROGRESS:
+        return _unusable(f"store {root} is held by another writer: {report.writer}")
     if report.status is VerifyStatus.TAMPER:
         return _unusable(f"{root} fails verification ({report.code}): {report.reason}")
-    if (root / MANIFEST).exists():
+    if report.finalized or os.path.lexists(root / MANIFEST):
         return _unusable(f"{root} is finalized; it takes no more records")
     if report.lock_digest != lock_digest:
         return _unusable(f"{root} is bound to lock {report.lock_digest}, not {lock_digest}")
@@ -115,15 +132,12 @@ def check_store_for_run(
         return _unusable(
             f"{root} is bound to schedule {report.schedule_digest}, not {schedule_digest}"
         )
-    holder = WriterLock.holder(root / WRITER_LOCK)
-    if holder is not None:
-        return _unusable(f"store {root} is held by another writer: {holder}")
     repair = "" if report.status is VerifyStatus.OK else f"; resume repairs {report.code}"
     return StoreCheck(
         state=StoreState.PREFIX,
         cells=report.cells,
         reason=(
-            f"{root}: verified prefix of {report.cells}/{report.schedule_rows} cells bound to "
+            f"verified prefix of {report.cells}/{report.schedule_rows} cells bound to "
             f"this lock and schedule{repair}"
         ),
     )

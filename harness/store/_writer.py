@@ -39,19 +39,23 @@ from harness.errors import (
     StoreExistsError,
     StoreFinalizedError,
     TamperError,
+    UnsafeFileError,
     WriterLockedError,
     WriterStoppedError,
 )
 from harness.log import get_logger
+from harness.safeio import open_dir, read_regular
 from harness.store._files import (
     BLOBS,
     EVIDENCE,
     HEAD,
     HEAD_TMP,
     JOURNAL,
+    LIMITS,
     LOCK_COPY,
     MANIFEST,
     MANIFEST_TMP,
+    MAX_BLOB,
     RECORDS,
     SCHEDULE_COPY,
     WRITER_LOCK,
@@ -244,16 +248,21 @@ class RunStore:
         self._head_tmp = root / HEAD_TMP
         self._fds: list[int] = []
         try:
-            self._records_fd = self._open_fd(root / RECORDS, _APPEND, RECORDS)
-            self._journal_fd = self._open_fd(root / JOURNAL, _APPEND, JOURNAL)
-            self._dir_fd = self._open_fd(root, _DIRECTORY, "the store directory")
-            self._blobs_fd = self._open_fd(root / BLOBS, _DIRECTORY, "the blob directory")
+            # The directory the user named may be a link; nothing inside it is followed.
+            try:
+                self._dir_fd = os.open(root, _DIRECTORY | os.O_CLOEXEC)
+            except OSError as e:
+                raise DurabilityError(f"cannot open store {root}: {e.strerror}") from e
+            self._fds.append(self._dir_fd)
+            self._records_fd = self._open_fd(RECORDS, _APPEND, RECORDS)
+            self._journal_fd = self._open_fd(JOURNAL, _APPEND, JOURNAL)
+            self._blobs_fd = self._open_fd(BLOBS, _DIRECTORY, "the blob directory")
         except BaseException:
             self._close_files()
             raise
 
-    def _open_fd(self, path: Path, flags: int, what: str) -> int:
-        fd = self._durable.open(path, flags, what)
+    def _open_fd(self, name: str, flags: int, what: str) -> int:
+        fd = self._durable.open(name, flags, what, dir_fd=self._dir_fd)
         self._fds.append(fd)
         return fd
 
@@ -426,7 +435,7 @@ class RunStore:
         result_type: type[Any] | None,
         attempt_type: type[Any] | None,
     ) -> Resumed:
-        found = scan(root)
+        found = scan(root, held=True)
         report = found.report
         if report.status is VerifyStatus.TAMPER:
             raise TamperError(
@@ -576,28 +585,33 @@ class RunStore:
         digest = digest_bytes(Domain.BLOB, raw)
         if digest in self._blobs:
             return digest
-        directory = self._root / BLOBS
-        path = directory / blob_name(digest)
+        name = blob_name(digest)
         try:
-            existing = path.read_bytes()
+            existing: bytes | None = read_regular(
+                name, MAX_BLOB, dir_fd=self._blobs_fd, what=f"blob {name[:12]}..."
+            )
         except FileNotFoundError:
             existing = None
+        except UnsafeFileError as e:
+            raise TamperError(f"{e} in {self._root}; the store is refused") from e
         except OSError as e:
-            raise StoreError(f"cannot read blob {path.name[:12]}... in {self._root}: {e}") from e
+            raise StoreError(f"cannot read blob {name[:12]}... in {self._root}: {e}") from e
         if existing is not None:
             if digest_bytes(Domain.BLOB, existing) != digest:
-                raise TamperError(f"blob {path.name[:12]}... in {self._root} is corrupt")
+                raise TamperError(f"blob {name[:12]}... in {self._root} is corrupt")
             self._blobs.add(digest)
             return digest
-        tmp = directory / f".tmp-{path.name}"
+        tmp = f".tmp-{name}"
         try:
-            fd = self._durable.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob")
+            fd = self._durable.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob", dir_fd=self._blobs_fd
+            )
             try:
                 self._durable.write_all(fd, raw, "a blob")
                 self._durable.fsync(fd, "a blob")
             finally:
                 self._durable.close(fd)
-            self._durable.rename(tmp, path)
+            self._durable.rename(tmp, name, dir_fd=self._blobs_fd)
             self._durable.fsync(self._blobs_fd, f"directory {BLOBS}")
         except DurabilityError as e:
             self._stop(e)
@@ -792,6 +806,20 @@ def _replace_head(durable: Durable, root: Path, count: int, head: str) -> None:
     durable.replace(root / HEAD, root / HEAD_TMP, line)
 
 
+def _root_fd(root: Path) -> int:
+    try:
+        return os.open(root, _DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise DurabilityError(f"cannot open store {root}: {e.strerror}") from e
+
+
+def _read_store_file(root_fd: int, name: str) -> bytes:
+    try:
+        return read_regular(name, LIMITS[name], dir_fd=root_fd, what=name)
+    except UnsafeFileError as e:
+        raise TamperError(f"{e}; the store is refused") from e
+
+
 def _rewrite_last_record(durable: Durable, root: Path, start: int, end: int) -> None:
     """Write the record HEAD does not claim yet again, and fsync it.
 
@@ -799,67 +827,116 @@ def _rewrite_last_record(durable: Durable, root: Path, start: int, end: int) -> 
     cache can hold bytes the disk does not, so the bytes are written anew before HEAD claims
     them. A crash here leaves a torn tail: the record was never acknowledged.
     """
-    path = root / RECORDS
-    line = path.read_bytes()[start:end]
-    fd = durable.open(path, _APPEND, RECORDS)
+    root_fd = _root_fd(root)
     try:
-        durable.truncate(fd, start, RECORDS)
-        durable.fsync(fd, RECORDS)
-        durable.write_all(fd, line, RECORDS)
-        durable.fsync(fd, RECORDS)
+        line = _read_store_file(root_fd, RECORDS)[start:end]
+        fd = durable.open(RECORDS, _APPEND, RECORDS, dir_fd=root_fd)
+        try:
+            durable.truncate(fd, start, RECORDS)
+            durable.fsync(fd, RECORDS)
+            durable.write_all(fd, line, RECORDS)
+            durable.fsync(fd, RECORDS)
+        finally:
+            durable.close(fd)
     finally:
-        durable.close(fd)
+        os.close(root_fd)
 
 
 def _cut_tail(durable: Durable, root: Path, name: str, keep: int) -> None:
-    """Move the bytes after ``keep`` to ``evidence/`` (durably), then cut the file there."""
-    path = root / name
-    tail = path.read_bytes()[keep:]
-    evidence = root / EVIDENCE
-    created = not evidence.exists()
-    if created:
-        evidence.mkdir()
-    target = evidence / f"{name}.torn-at-{keep}"
-    suffix = 1
-    while target.exists():
-        target = evidence / f"{name}.torn-at-{keep}.{suffix}"
-        suffix += 1
-    durable.write_new(target, tail)
-    durable.fsync_dir(evidence)
-    if created:
-        durable.fsync_dir(root)
-    fd = durable.open(path, os.O_WRONLY, name)
+    """Move the bytes after ``keep`` to ``evidence/`` (durably), then cut the file there.
+
+    Every name is resolved relative to the store's descriptor without following a link: a
+    planted ``evidence`` link cannot direct the torn bytes anywhere else.
+    """
+    root_fd = _root_fd(root)
     try:
-        durable.truncate(fd, keep, name)
-        durable.fsync(fd, name)
+        tail = _read_store_file(root_fd, name)[keep:]
+        created = False
+        try:
+            os.mkdir(EVIDENCE, 0o755, dir_fd=root_fd)
+            created = True
+        except FileExistsError:
+            pass
+        try:
+            evidence_fd = open_dir(EVIDENCE, dir_fd=root_fd, follow=False)
+        except UnsafeFileError as e:
+            raise TamperError(f"{e}; the store is refused") from e
+        try:
+            target = f"{name}.torn-at-{keep}"
+            suffix = 1
+            while _exists(target, evidence_fd):
+                target = f"{name}.torn-at-{keep}.{suffix}"
+                suffix += 1
+            fd = durable.open(
+                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, target, dir_fd=evidence_fd
+            )
+            try:
+                durable.write_all(fd, tail, target)
+                durable.fsync(fd, target)
+            finally:
+                durable.close(fd)
+            durable.fsync(evidence_fd, f"directory {EVIDENCE}")
+        finally:
+            os.close(evidence_fd)
+        if created:
+            durable.fsync(root_fd, "the store directory")
+        fd = durable.open(name, os.O_WRONLY, name, dir_fd=root_fd)
+        try:
+            durable.truncate(fd, keep, name)
+            durable.fsync(fd, name)
+        finally:
+            durable.close(fd)
     finally:
-        durable.close(fd)
+        os.close(root_fd)
     _log.warning(
         "store.torn_tail_cut",
         store=str(root),
         file=name,
         offset=keep,
         bytes=len(tail),
-        evidence=f"{EVIDENCE}/{target.name}",
+        evidence=f"{EVIDENCE}/{target}",
     )
 
 
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _remove_leftovers(durable: Durable, root: Path) -> None:
-    """Remove temp files an interrupted replace or blob put left; none is ever referenced."""
-    removed = False
-    for name in (HEAD_TMP, MANIFEST_TMP):
-        path = root / name
-        if path.exists():
-            path.unlink()
-            removed = True
-    if removed:
-        durable.fsync_dir(root)
-    blobs = root / BLOBS
-    stale = list(blobs.glob(".tmp-*")) if blobs.is_dir() else []
-    for path in stale:
-        path.unlink()
-    if stale:
-        durable.fsync_dir(blobs)
+    """Remove temp files an interrupted replace or blob put left; none is ever referenced.
+
+    Unlinking removes a name, never what a link points to; the blob folder is opened without
+    following a link.
+    """
+    root_fd = _root_fd(root)
+    try:
+        removed = False
+        for name in (HEAD_TMP, MANIFEST_TMP):
+            if _exists(name, root_fd):
+                os.unlink(name, dir_fd=root_fd)
+                removed = True
+        if removed:
+            durable.fsync(root_fd, "the store directory")
+        try:
+            blobs_fd = open_dir(BLOBS, dir_fd=root_fd, follow=False)
+        except FileNotFoundError:
+            return
+        except UnsafeFileError as e:
+            raise TamperError(f"{e}; the store is refused") from e
+        try:
+            stale = [name for name in os.listdir(blobs_fd) if name.startswith(".tmp-")]
+            for name in stale:
+                os.unlink(name, dir_fd=blobs_fd)
+            if stale:
+                durable.fsync(blobs_fd, f"directory {BLOBS}")
+        finally:
+            os.close(blobs_fd)
+    finally:
+        os.close(root_fd)
 
 
 def _clear_stale_partials(parent: Path, name: str) -> None:

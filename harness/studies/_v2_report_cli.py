@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from harness.canonical import is_digest
+from harness.errors import AnchorMismatchError, InputError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2_report import REPORT_DIR, build_report, write_report
@@ -33,10 +35,29 @@ __all__ = ["v2_report_cmd"]
     default=None,
     help=f"Where the report files go (default: STORE/{REPORT_DIR}).",
 )
-def v2_report_cmd(store: Path, config_path: Path | None, out: Path | None) -> None:
+@click.option(
+    "--expect-manifest",
+    "expected",
+    metavar="DIGEST",
+    default=None,
+    help="Refuse (exit 3, nothing written) unless the store is sealed by exactly this manifest "
+    "digest (the one published when the run was finalized).",
+)
+def v2_report_cmd(
+    store: Path, config_path: Path | None, out: Path | None, expected: str | None
+) -> None:
     """Table 4, H2-H4, strata and paired deltas, recomputed from the store alone."""
+    if expected is not None and not is_digest(expected):
+        raise InputError(f"--expect-manifest {expected!r} is not a digest `blake3:<64 hex>`")
     config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     bundle = build_report(store, config)
+    if expected is not None:
+        found = bundle.document.store.manifest_digest
+        if found != expected:
+            raise AnchorMismatchError(
+                f"store {store} is sealed by manifest {found or 'none (not finalized)'}, not "
+                f"the expected {expected}: no report written"
+            )
     target = out if out is not None else store / REPORT_DIR
     written = write_report(bundle, target)
     click.echo(bundle.files["report.md"].decode(), nl=False)

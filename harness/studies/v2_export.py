@@ -36,9 +36,16 @@ from typing import Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import ExportError, PrivacyError, StudyLockError, StudyReportError
+from harness.errors import (
+    ExportError,
+    PrivacyError,
+    StudyLockError,
+    StudyReportError,
+    UnsafeFileError,
+)
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.privacy import Finding, credential_findings, local_findings
+from harness.safeio import MAX_READ, read_regular
 from harness.store import lock_digest, read_store
 from harness.studies.v2_report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
 
@@ -99,7 +106,9 @@ def privacy_findings(files: dict[str, bytes], names: Sequence[str]) -> list[Find
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path, MAX_READ, what=f"{what} {path}")
+    except UnsafeFileError as e:
+        raise ExportError(f"{e}: export refused, nothing written") from e
     except OSError as e:
         raise ExportError(f"cannot read {what} {path}: {e.strerror}") from e
 
@@ -111,7 +120,7 @@ def _store_files(root: Path) -> dict[str, bytes]:
         if not directory.is_dir():
             continue
         for path in sorted(directory.iterdir()):
-            if path.is_file() and not path.name.startswith("."):
+            if not path.name.startswith("."):
                 files[f"{sub}/{path.name}"] = _read(path, "store file")
     return files
 

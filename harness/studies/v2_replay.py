@@ -40,10 +40,11 @@ import trio
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
-from harness.errors import StoreError, StudyReportError
+from harness.errors import StoreError, StudyReportError, UnsafeFileError
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, memory_audit
 from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import ProviderRequest, ProviderResult
+from harness.safeio import MAX_READ, read_regular
 from harness.sandbox import Outcome, ToolCallResult
 from harness.store import CellRecord, read_blob
 from harness.studies.v2.loop import run_cell
@@ -312,7 +313,10 @@ def _compare_tables(root: Path, config_path: Path, report_dir: Path) -> tuple[li
         path = report_dir / name
         compared.append(name)
         try:
-            stored = path.read_bytes()
+            stored = read_regular(path, MAX_READ, what=str(path))
+        except UnsafeFileError as e:
+            mismatches.append(f"{name}: refused ({e})")
+            continue
         except FileNotFoundError:
             mismatches.append(f"{name}: not in {report_dir}")
             continue

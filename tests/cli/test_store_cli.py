@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.store import RunStore
+from harness.store import RunStore, finalize_store
 
 LOCK = b"study lock for cli tests\n"
 ROWS = [{"cell": i} for i in range(3)]
@@ -20,20 +20,29 @@ def make(root: Path, cells: int) -> None:
             writer.commit_cell(row, {"row": row}, [])
 
 
-def test_store_cli_verify_ok_exit_0(tmp_path: Path) -> None:
+def test_store_cli_verify_intact_but_not_finalized_exit_4(tmp_path: Path) -> None:
     make(tmp_path / "run", 2)
+    result = CliRunner().invoke(main, ["store", "verify", str(tmp_path / "run")])
+    assert result.exit_code == 4, result.output
+    assert result.stdout.splitlines()[0] == "status: not finalized (NOT_FINALIZED)"
+    assert "records: 3 valid (2 of 3 cells), HEAD claims 3" in result.stdout
+    assert "manifest: none (not finalized)" in result.stdout
+
+
+def test_store_cli_verify_finalized_exit_0(tmp_path: Path) -> None:
+    make(tmp_path / "run", 3)
+    finalize_store(tmp_path / "run")
     result = CliRunner().invoke(main, ["store", "verify", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "status: ok (OK)"
-    assert "records: 3 valid (2 of 3 cells), HEAD claims 3" in result.stdout
 
 
 def test_store_cli_verify_json(tmp_path: Path) -> None:
     make(tmp_path / "run", 1)
     result = CliRunner().invoke(main, ["store", "verify", "--json", str(tmp_path / "run")])
-    assert result.exit_code == 0
+    assert result.exit_code == 4
     report = json.loads(result.stdout)
-    assert (report["status"], report["code"], report["records"]) == ("ok", "OK", 2)
+    assert (report["status"], report["code"], report["records"]) == ("ok", "NOT_FINALIZED", 2)
 
 
 def test_store_cli_verify_torn_exit_1(tmp_path: Path) -> None:

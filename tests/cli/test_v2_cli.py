@@ -91,6 +91,7 @@ def test_v2_cli_status_summarizes_the_store(full_run: tuple[Path, Any]) -> None:
     assert ect[1] == "0/66"  # ECT: no premature unsupported termination on primary cells
     doc = json.loads(_invoke("v2", "status", "--json", str(store)).stdout)
     assert doc["simulated"] is True
+    assert doc["manifest"] == verify_store(store).manifest_digest
     assert doc["cells"] == FULL
     assert [p["policy"] for p in doc["pipelines"]] == ["critic", "controller", "full_trace", "ect"]
     assert all(p["U_of"] == 66 and p["S_of"] == 132 for p in doc["pipelines"])

@@ -203,7 +203,7 @@ def test_lock_decode_refuses_unknown_fields_and_garbage(copy: Path) -> None:
     obj["extra"] = 1
     with pytest.raises(StudyLockError, match=r"malformed: Object contains unknown field"):
         decode_lock(msgspec.json.encode(obj), origin="x")
-    with pytest.raises(StudyLockError, match=r"^study lock x is not JSON"):
+    with pytest.raises(StudyLockError, match=r"^study lock x is not strict JSON"):
         decode_lock(b"{", origin="x")
     with pytest.raises(StudyLockError, match=r"^cannot read the study lock"):
         read_lock(copy / "nope.json")

@@ -243,6 +243,9 @@ def test_store_attempt_misuse_is_refused(writer: RunStore) -> None:
     with pytest.raises(RecordInvalidError, match="is not a blob digest"):
         writer.commit_cell(0, {}, [], blobs=["sha256:00"])
     writer.commit_cell(0, {}, [])
+    # The writer is still open: a reader sees its committed prefix as in progress.
+    assert verify_store(writer.root).status is VerifyStatus.IN_PROGRESS
+    writer.close()
     assert verify_store(writer.root).status is VerifyStatus.OK
 
 
@@ -391,7 +394,7 @@ def test_store_preflight_check(tmp_path: Path) -> None:
     digests = {"lock_digest": lock_digest(LOCK), "schedule_digest": schedule_digest(ROWS)}
     root = tmp_path / "run"
     check = check_store_for_run(root, **digests)
-    assert (check.state, bool(check), check.reason) == (StoreState.NEW, True, f"{root}: new store")
+    assert (check.state, bool(check), check.reason) == (StoreState.NEW, True, "new store")
     root.mkdir()
     assert check_store_for_run(root, **digests).state is StoreState.NEW
     root.rmdir()

@@ -76,7 +76,7 @@ def test_config_invalid_document_is_refused(mutate: Any, message: str) -> None:
 
 
 def test_config_not_json_is_refused() -> None:
-    with pytest.raises(GenerationConfigError, match=r"^generation config x is not JSON"):
+    with pytest.raises(GenerationConfigError, match=r"^generation config x is not strict JSON"):
         decode_generation_config(b"{", origin="x")
 
 

@@ -12,6 +12,10 @@ from harness.store import VerifyCode, VerifyStatus, row_digest, schedule_bytes, 
 from harness.store._files import LineFault, has_valid_line_after, iter_lines, parse_line
 
 PINNED_EXPORTS = [
+    "SIGNATURE_NAMESPACE",
+    "require_manifest",
+    "sign_manifest",
+    "verify_signature",
     "AttemptRef",
     "BeginEntry",
     "CellRecord",
@@ -89,6 +93,9 @@ PINNED_CODES = [
     "MANIFEST_HASH_MISMATCH",
     "MANIFEST_MISMATCH",
     "FINALIZED_TAIL",
+    "UNSAFE_FILE",
+    "NOT_FINALIZED",
+    "IN_PROGRESS",
 ]
 
 
@@ -100,7 +107,7 @@ def test_store_public_exports_are_pinned() -> None:
 
 def test_store_verify_codes_are_pinned() -> None:
     assert [code.value for code in VerifyCode] == PINNED_CODES
-    assert [status.value for status in VerifyStatus] == ["ok", "torn", "tamper"]
+    assert [status.value for status in VerifyStatus] == ["ok", "torn", "tamper", "in_progress"]
 
 
 def test_store_schedule_digests_use_their_domains() -> None:

@@ -105,6 +105,7 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "cells": view.report.cells,
             "schedule_rows": view.report.schedule_rows,
             "finalized": view.report.finalized,
+            "manifest": view.report.manifest_digest,
             "simulated": any(r.simulated for r in results),
             "pipelines": summary_rows(results),
         }

@@ -39,6 +39,7 @@ from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptRecord
 from harness.providers.selection import ProviderSelection, open_provider
 from harness.resources import data_path, default_stores_dir
+from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import RunStore, finalize_store, read_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
@@ -137,7 +138,7 @@ def _preflight(
 
 def _read_lock(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_input(path, MAX_READ, "study lock")
     except OSError as e:
         raise V2StudyError(
             f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
@@ -297,7 +298,11 @@ def status_lines(store_dir: Path) -> list[str]:
         f"store: {store_dir}",
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
-        + (f"; finalized, manifest {report.manifest_digest}" if report.finalized else ""),
+        + (
+            f"; finalized, manifest {report.manifest_digest}"
+            if report.finalized
+            else "; not finalized, manifest none"
+        ),
         f"attempts journaled but not bound to a record: {report.pending_attempts}",
     ]
     if any(r.simulated for r in results):

@@ -1,0 +1,213 @@
+"""Bounded, no-follow reading of files: the one home for how the harness reads what it is given.
+
+A store directory, a certificate or a policy file may be hostile: a symlink pointing outside,
+a FIFO that blocks forever, ``/dev/zero`` or a sparse multi-GB file that grows memory until the
+kernel kills the process. Every read here opens the file once (``O_NONBLOCK`` so a FIFO cannot
+block the open, ``O_NOFOLLOW`` unless the caller named the path itself), checks with ``fstat``
+that the descriptor is a regular file, optionally owned by an expected user, no larger than a
+stated bound, and only then reads, never more than the bound even if the file grows meanwhile.
+
+Names inside a directory are opened relative to that directory's descriptor (``dir_fd``), so a
+directory swapped for a symlink after it was opened cannot redirect the read.
+
+This module never writes and knows nothing of stores or certificates.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Final
+
+from harness.errors import UnsafeFileError
+
+__all__ = [
+    "MAX_READ",
+    "READ_FLAGS",
+    "READ_FLAGS_FOLLOW",
+    "check_regular",
+    "file_kind",
+    "open_dir",
+    "read_fd",
+    "read_input",
+    "read_input_head",
+    "read_regular",
+]
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+"""Flags of every bounded read of a name the caller did not choose (a file inside a store)."""
+READ_FLAGS_FOLLOW: Final = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC
+"""Flags of a bounded read of a path the user named on the command line (links followed)."""
+MAX_READ: Final = 1 << 30
+"""The bound of a read nothing smaller applies to (1 GiB): no file the harness reads is near it,
+and a sparse multi-GB file or ``/dev/zero`` is refused before a byte is read."""
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
+_CHUNK: Final = 1 << 16
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` is, in words (``a FIFO``, ``a device``, ...)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_dir(path: str | os.PathLike[str], *, dir_fd: int | None = None, follow: bool) -> int:
+    """Open a directory for ``dir_fd``-relative access; return its descriptor.
+
+    Args:
+        path: the directory (a name inside ``dir_fd`` when that is given).
+        dir_fd: the directory ``path`` is relative to, or None.
+        follow: follow a symbolic link at ``path`` (only for a path the user named).
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        UnsafeFileError: ``path`` is a symbolic link (when not followed) or not a directory.
+    """
+    flags = _DIR_FLAGS | (0 if follow else os.O_NOFOLLOW)
+    try:
+        return os.open(path, flags, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            try:
+                mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode
+            except OSError:
+                mode = 0
+            raise UnsafeFileError(
+                f"{os.fspath(path)} is {file_kind(mode)}, expected a directory",
+                kind="symlink" if stat.S_ISLNK(mode) else "type",
+            ) from e
+        raise
+
+
+def check_regular(fd: int, what: str, limit: int | None, owner: int | None = None) -> int:
+    """``fstat`` an open descriptor: a regular file within ``limit`` bytes; return its size.
+
+    ``limit`` None checks the type (and owner) only, for a reader that bounds itself.
+
+    Raises:
+        UnsafeFileError: not a regular file, larger than ``limit``, or not owned by ``owner``.
+    """
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFileError(f"{what} is {file_kind(st.st_mode)}, not a regular file", kind="type")
+    if owner is not None and st.st_uid != owner:
+        raise UnsafeFileError(
+            f"{what} is owned by uid {st.st_uid}, expected uid {owner}", kind="owner"
+        )
+    if limit is not None and st.st_size > limit:
+        raise UnsafeFileError(
+            f"{what} is {st.st_size} bytes, over the {limit}-byte bound", kind="size"
+        )
+    return st.st_size
+
+
+def read_fd(fd: int, what: str, limit: int, owner: int | None = None) -> bytes:
+    """Read an open descriptor to its end after ``check_regular``; never more than ``limit``.
+
+    Raises:
+        UnsafeFileError: as ``check_regular``, or the file grew past ``limit`` while read.
+    """
+    size = check_regular(fd, what, limit, owner)
+    # One read of the stated size, then reads until end of file: a file that is still being
+    # appended to may hold more than fstat said, but never more than the bound.
+    data = os.read(fd, max(size, 1))
+    chunk = os.read(fd, min(_CHUNK, limit + 1 - len(data)) or 1) if data else b""
+    if not chunk:
+        return data  # the common case: no copy of what was read
+    chunks = [data, chunk]
+    total = len(data) + len(chunk)
+    while chunk:
+        if total > limit:
+            raise UnsafeFileError(f"{what} grew past the {limit}-byte bound", kind="size")
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - total) or 1)
+        total += len(chunk)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(
+    name: str | os.PathLike[str],
+    limit: int,
+    *,
+    dir_fd: int | None = None,
+    follow: bool = False,
+    owner: int | None = None,
+    what: str | None = None,
+) -> bytes:
+    """Read a regular file of at most ``limit`` bytes, refusing anything else before reading.
+
+    Args:
+        name: the file (a name inside ``dir_fd`` when that is given).
+        limit: the largest size accepted, in bytes.
+        dir_fd: the directory ``name`` is relative to, or None.
+        follow: follow a symbolic link at ``name`` (only for a path the user named).
+        owner: the uid the file must belong to, or None for any.
+        what: how messages name the file (default: ``name``).
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        UnsafeFileError: a symbolic link (when not followed), not a regular file, over the
+            bound, or owned by another user.
+        OSError: another error opening or reading.
+    """
+    label = what or os.fspath(name)
+    try:
+        fd = os.open(name, READ_FLAGS_FOLLOW if follow else READ_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow:
+            raise UnsafeFileError(f"{label} is a symbolic link", kind="symlink") from e
+        raise
+    try:
+        return read_fd(fd, label, limit, owner)
+    finally:
+        os.close(fd)
+
+
+def read_input(path: Path, limit: int, what: str) -> bytes:
+    """Read a file the user named on the command line: links followed, type and size checked.
+
+    Raises:
+        UnsafeFileError: not a regular file (a FIFO, a device, a directory) or over ``limit``.
+        OSError: the file cannot be opened or read (missing, permissions).
+    """
+    return read_regular(path, limit, follow=True, what=f"{what} file {str(path)!r}")
+
+
+def read_input_head(path: Path, limit: int, what: str) -> bytes:
+    """Read a file the user named, but at most ``limit + 1`` bytes of it.
+
+    For an input whose size its consumer judges (a verifier refusing inputs over ``limit`` with
+    its own reason code): a longer file yields ``limit + 1`` bytes, enough to be judged too
+    large, and never more. Links are followed; the file must be a regular file.
+
+    Raises:
+        UnsafeFileError: not a regular file (a FIFO, a device, a directory).
+        OSError: the file cannot be opened or read.
+    """
+    label = f"{what} file {str(path)!r}"
+    fd = os.open(path, READ_FLAGS_FOLLOW)
+    try:
+        check_regular(fd, label, None)  # the type; the loop below bounds what is read
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
