@@ -608,7 +608,23 @@ def render_html(
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
         f"Environment (from the lock): {s.environment}.",
     ]
-    t4 = [_columns(a.table4), *(_cells(row) for row in a.table4)]
+    rates = {o.policy: o for o in a.outcomes}
+
+    def with_interval(count: int, r: Rate) -> str:
+        return f"{count} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
+
+    t4 = [_columns(a.table4)] + [
+        [
+            row.label,
+            with_interval(row.u, rates[row.policy].u),
+            with_interval(row.s, rates[row.policy].s),
+            with_interval(row.fc, rates[row.policy].fc),
+            with_interval(row.r, rates[row.policy].r),
+            f"{row.turns:.2f}",
+            f"{row.calls:.2f}",
+        ]
+        for row in a.table4
+    ]
     sections = [
         _html.section(
             "table4",
@@ -619,8 +635,9 @@ def render_html(
                 f"{a.primary_trajectories} trajectories; excluded trust-boundary clusters: "
                 f"{', '.join(a.excluded_clusters) or 'none'}. U: premature unsupported "
                 "termination on incomplete checkpoints; S: supported completion over both "
-                "checkpoints; FC: clean false continuation; R: recovery event. Turns and Calls "
-                "are per-trajectory means."
+                "checkpoints; FC: clean false continuation; R: recovery event. Each count is "
+                f"followed by its rate and {100 * a.level:g}% task-cluster interval. Turns and "
+                "Calls are per-trajectory means."
             ),
         ),
         _html.section(

@@ -123,3 +123,5 @@ def test_v2_report_prints_outcomes_and_strata(tmp_path: Path) -> None:
     assert f'<p class="banner" role="note">{pilot}</p>' in page
     assert page.count('<details class="cell"') == 24
     assert "Recoverable stuck" in page
+    # Table 4 on the page carries each rate's interval: ECT's S is 3/4, interval [50, 100].
+    assert '<td class="num">3 (75.0% [50.0, 100.0])</td>' in page
