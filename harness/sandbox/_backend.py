@@ -10,8 +10,10 @@ This module does not confine anything itself and does not pick a backend (``_ope
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -118,12 +120,23 @@ class ChildBackend(ABC):
         """Backend name, tier, Landlock ABI and the pinned profile's digest."""
 
     @abstractmethod
-    def _argv(self, run_file: Path | None) -> list[str]:
-        """The child's full command line (``run_file``: run that file instead of a tool call)."""
+    def _argv(self, run_fd: int | None, run_name: str) -> list[str]:
+        """The child's full command line (``run_fd``: run the file open there, not a tool call)."""
 
-    def argv(self, run_file: Path | None = None) -> list[str]:
-        """The command line a tool call (or ``sandbox exec`` of ``run_file``) runs."""
-        return self._argv(run_file)
+    def argv(self, run_fd: int | None = None, run_name: str = "") -> list[str]:
+        """The command line of a tool call (or of ``sandbox exec`` of the file at ``run_fd``)."""
+        return self._argv(run_fd, run_name)
+
+    def cpu_cap_s(self) -> float | None:
+        """The per-call CPU time cap in seconds, or None when the backend sets none."""
+        limits = self.describe().limits
+        cap = None if limits is None else limits.get("cpu_seconds")
+        return None if cap is None else float(cap)
+
+    def memory_cap_bytes(self) -> int | None:
+        """The per-call address-space cap in bytes, or None when the backend sets none."""
+        limits = self.describe().limits
+        return None if limits is None else limits.get("address_space_bytes")
 
     def _bare_argv(self) -> list[str]:
         return [str(self.interpreter), "-I", "-S", "-B", str(self.worker_path)]
@@ -171,12 +184,14 @@ class ChildBackend(ABC):
                 exit_status=None,
                 elapsed_s=0.0,
             )
-        run = self._run(self._argv(None), data, timeout_s=timeout_s, env_source=env_source)
+        run = self._run(self._argv(None, ""), data, timeout_s=timeout_s, env_source=env_source)
         return _judge(
             run,
             timeout_s=timeout_s,
             limit=self.limits.max_response_bytes,
             confine_failed=self.confine_failed_statuses,
+            cpu_cap_s=self.cpu_cap_s(),
+            memory_cap=self.memory_cap_bytes(),
         )
 
     def exec_file(
@@ -188,31 +203,41 @@ class ChildBackend(ABC):
         cwd: Path | None = None,
         env_source: Mapping[str, str] | None = None,
         on_exit: Callable[[int], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
     ) -> RunResult:
         """Run the Python file ``path`` under exactly this backend's confinement.
 
+        ``path`` is opened once, here, without following a final symlink, and must be a regular
+        file; the child gets the open descriptor and never resolves the path itself, so
+        swapping the path afterwards changes nothing, and no sandbox rule names it.
+
         Args:
-            path: the file; the child may read it (and the tool code), nothing else of yours.
+            path: the file; the child reads it through the descriptor, nothing else of yours.
             stdin: bytes for the child's stdin.
             timeout_s: wall-clock limit.
             cwd: the child's working directory (default ``/``).
             env_source: as for :meth:`call`.
             on_exit: see :func:`harness.sandbox._runner.run_child`.
+            on_start: see :func:`harness.sandbox._runner.run_child`.
 
         Raises:
-            SandboxError: when ``path`` is not a readable file or the child cannot start.
+            SandboxError: when ``path`` is not a readable regular file (a symlink, a directory,
+                a FIFO, a device) or the child cannot start.
         """
-        resolved = path.resolve()
-        if not resolved.is_file():
-            raise SandboxError(f"{str(path)!r} is not a file")
-        return self._run(
-            self._argv(resolved),
-            stdin,
-            timeout_s=timeout_s,
-            env_source=env_source,
-            cwd=cwd,
-            on_exit=on_exit,
-        )
+        fd = open_run_file(path)
+        try:
+            return self._run(
+                self._argv(fd, str(path)),
+                stdin,
+                timeout_s=timeout_s,
+                env_source=env_source,
+                cwd=cwd,
+                on_exit=on_exit,
+                pass_fds=(fd,),
+                on_start=on_start,
+            )
+        finally:
+            os.close(fd)
 
     def _run(
         self,
@@ -223,6 +248,8 @@ class ChildBackend(ABC):
         env_source: Mapping[str, str] | None,
         cwd: Path | None = None,
         on_exit: Callable[[int], None] | None = None,
+        pass_fds: tuple[int, ...] = (),
+        on_start: Callable[[int], None] | None = None,
     ) -> RunResult:
         return run_child(
             argv,
@@ -233,13 +260,67 @@ class ChildBackend(ABC):
             max_stdout=self.limits.max_response_bytes,
             max_stderr=self.limits.max_stderr_bytes,
             on_exit=on_exit,
+            pass_fds=pass_fds,
+            on_start=on_start,
         )
 
 
+def open_run_file(path: Path) -> int:
+    """Open ``path`` once for reading: no final symlink, no blocking open, a regular file only.
+
+    Raises:
+        SandboxError: when it cannot be opened or is not a regular file.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SandboxError(f"{str(path)!r} is a symbolic link; name the file itself") from e
+        raise SandboxError(f"cannot open {str(path)!r}: {e.strerror}") from e
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SandboxError(f"{str(path)!r} is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+# Signals a confined child raises itself when a cap bites (CPU soft limit, file size limit).
+_CAP_SIGNALS: Final = frozenset({signal.SIGXCPU, signal.SIGXFSZ})
+# Signals an allocation failure under the address-space cap can end in (a C-level abort).
+_ALLOCATION_SIGNALS: Final = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS})
+_CPU_SLACK_S: Final = 0.05
+
+
+def _cap_explains(
+    run: RunResult, sig: int, *, cpu_cap_s: float | None, memory_cap: int | None
+) -> str | None:
+    """Why a death by ``sig`` is the call's own resource cap, or None when no cap explains it."""
+    if sig in _CAP_SIGNALS:
+        return f"the child passed a resource cap ({signal.Signals(sig).name})"
+    if cpu_cap_s is not None and sig == signal.SIGKILL and run.cpu_s >= cpu_cap_s - _CPU_SLACK_S:
+        return f"the child used {run.cpu_s:.1f} s of CPU, its cap is {cpu_cap_s:g} s"
+    if sig in _ALLOCATION_SIGNALS and memory_cap is not None:
+        text = run.stderr.decode("utf-8", "replace")
+        if "MemoryError" in text or "Cannot allocate memory" in text:
+            return "the child could not allocate memory under its cap"
+    return None
+
+
 def _judge(
-    run: RunResult, *, timeout_s: float, limit: int, confine_failed: frozenset[int]
+    run: RunResult,
+    *,
+    timeout_s: float,
+    limit: int,
+    confine_failed: frozenset[int],
+    cpu_cap_s: float | None = None,
+    memory_cap: int | None = None,
 ) -> ToolCallResult:
-    """Classify a finished child: only a clean exit with one well-formed reply is accepted."""
+    """Classify a finished child: only a clean exit with one well-formed reply is accepted.
+
+    A death by a signal the harness did not send (it sends SIGKILL only at the timeout and the
+    reply limit) is RESOURCE_LIMIT when the call's own cap explains it, else KILLED.
+    """
     common: dict[str, Any] = {
         "exit_status": run.exit_status,
         "elapsed_s": run.elapsed_s,
@@ -264,6 +345,22 @@ def _judge(
             error=_last_line(run.stderr) or "the child could not confine itself",
             **common,
         )
+    if run.exit_status == worker.EXIT_RESOURCE:
+        return ToolCallResult(
+            outcome=Outcome.RESOURCE_LIMIT,
+            error=_last_line(run.stderr) or "the child passed a resource cap",
+            **common,
+        )
+    if run.exit_status < 0:
+        sig = -run.exit_status
+        why = _cap_explains(run, sig, cpu_cap_s=cpu_cap_s, memory_cap=memory_cap)
+        if why is not None:
+            return ToolCallResult(outcome=Outcome.RESOURCE_LIMIT, error=why, **common)
+        return ToolCallResult(
+            outcome=Outcome.KILLED,
+            error=f"the child {_describe_exit(run.exit_status)}, a signal the harness did not send",
+            **common,
+        )
     if run.exit_status != 0:
         detail = _last_line(run.stderr)
         return ToolCallResult(
@@ -284,7 +381,9 @@ def _judge(
         return ToolCallResult(outcome=Outcome.OK, response=reply.response, **common)
     if not reply.ok and reply.error is not msgspec.UNSET and reply.response is msgspec.UNSET:
         return ToolCallResult(
-            outcome=Outcome.TOOL_ERROR,
+            outcome=Outcome.RESOURCE_LIMIT
+            if reply.error.kind == worker.RESOURCE_LIMIT_KIND
+            else Outcome.TOOL_ERROR,
             error=f"{reply.error.kind}: {reply.error.message}",
             **common,
         )

@@ -8,19 +8,30 @@ of the whole parent) is needed.
 
 Steps, in this order (each later step may forbid an earlier one):
 
-1. ``unshare`` the user, network, mount, IPC and UTS namespaces (tier ``userns``);
-2. remount ``/`` read-only, recursively (``mount_setattr``; needs the new mount namespace);
-3. stop core dumps and ``/proc`` access by the same uid (``PR_SET_DUMPABLE`` 0);
-4. drop every capability (bounding set when permitted, ambient, effective/permitted/inheritable);
-5. ``PR_SET_NO_NEW_PRIVS``;
-6. Landlock: every filesystem right of the running ABI handled, reads only on an allowlist,
+1. tie the child to its parent (``PR_SET_PDEATHSIG`` SIGKILL, then check that the parent it
+   was started by is still its parent, so a parent that died first is not missed);
+2. ``unshare`` the user, network, mount, IPC, UTS and pid namespaces (tier ``userns``); a root
+   child first gives up its real uid (kept: the effective uid, so file access is unchanged)
+   so that ``RLIMIT_NPROC``, counted per real user inside the new user namespace, binds it;
+   with a new pid namespace the process forks once: the copy is pid 1 of that namespace and
+   goes on below, tied to the original, which only waits for it and passes on how it ended;
+3. remount ``/`` read-only, recursively (``mount_setattr``; needs the new mount namespace);
+4. stop core dumps and ``/proc`` access by the same uid (``PR_SET_DUMPABLE`` 0);
+5. drop every capability (bounding set when permitted, ambient, effective/permitted/inheritable);
+6. ``PR_SET_NO_NEW_PRIVS``;
+7. resource limits, soft = hard: address space, file size, CPU time, open files, no core, and
+   tasks (threads and processes) where the call has a user namespace of its own;
+8. Landlock: every filesystem right of the running ABI handled, reads only on an allowlist,
    writes only to ``/dev/null``, TCP bind/connect handled with no rule, and the abstract Unix
-   socket and signal scopes where the ABI has them;
-7. a seccomp filter (compiled once by the parent with libseccomp, loaded here as BPF bytes with
+   socket and signal scopes; on an ABI without scopes each one asked for must be closed by the
+   seccomp filter (the parent says which are), or the tier is refused;
+9. a seccomp filter (compiled once by the parent with libseccomp, loaded here as BPF bytes with
    the child's own pid patched in) answering EPERM for socket creation, process creation,
    ptrace and cross-process memory, io_uring, bpf, keys, namespaces, the mount family,
-   mode/owner/time/xattr changes and SysV/POSIX IPC objects; ``clone3`` answers ENOSYS so libc
-   falls back to ``clone``, where only new threads are allowed; signals only to itself.
+   mode/owner/time/xattr changes, SysV/POSIX IPC objects and memfds, anything that acts on
+   another process (its limits, priority, scheduling, I/O priority, pages, an fd's signal
+   owner); ``clone3`` answers ENOSYS so libc falls back to ``clone``, where only new threads
+   are allowed; signals only to itself.
 
 Then :func:`apply` checks from the inside that the state it asked for is the state it has.
 
@@ -42,7 +53,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ConfineError", "apply", "compile_seccomp", "landlock_abi", "patch_pid"]
+__all__ = [
+    "ConfineError",
+    "apply",
+    "compile_seccomp",
+    "landlock_abi",
+    "missing_scopes",
+    "patch_pid",
+]
 
 # Linux UAPI constants (include/uapi/linux/{sched,mount,prctl,capability,landlock}.h).
 _CLONE_FLAGS = {
@@ -51,12 +69,14 @@ _CLONE_FLAGS = {
     "ipc": 0x08000000,
     "user": 0x10000000,
     "net": 0x40000000,
+    "pid": 0x20000000,
 }
 _CLONE_THREAD = 0x00010000
 _AT_FDCWD = -100
 _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 0x1
 _MOUNT_ATTR_NOSUID = 0x2
+_PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_GET_SECCOMP = 21
 _PR_SET_SECCOMP = 22
@@ -96,10 +116,16 @@ _SCMP_ACT_ERRNO = 0x00050000
 _NR_SCMP_ERROR = -1
 _SCMP_CMP_NE = 1
 _SCMP_CMP_MASKED_EQ = 7
+_LOW_32 = 0xFFFFFFFF
 _BPF_INSN = struct.Struct("=HBBI")  # struct sock_filter: code, jt, jf, k
 _BPF_INSN_SIZE = _BPF_INSN.size
 _AF_INET = 2
 _SOCK_DGRAM = 2
+# The real uid a root child takes in a user namespace of its own: one no account holds, so
+# that RLIMIT_NPROC binds and no other process's credentials match it.
+_TASKS_UID = 0x7FFF_FFF0
+# Exit status of a child whose parent died before it was tied to it: nobody reads it.
+_EXIT_ORPHANED = 118
 
 
 class ConfineError(Exception):
@@ -249,6 +275,17 @@ def _handled_fs(abi: int) -> int:
     return rights
 
 
+def missing_scopes(abi: int, spec: dict[str, Any]) -> list[str]:
+    """Scopes the policy asks for that neither Landlock ``abi`` nor the seccomp filter gives.
+
+    Landlock has scopes from ABI 6; below it each scope must be closed by the seccomp filter
+    (``spec["closed_by_seccomp"]``, worked out by the parent from the filter's rules).
+    """
+    if abi >= 6:
+        return []
+    return [name for name in spec["scopes"] if name not in spec["closed_by_seccomp"]]
+
+
 def _landlock(libc: ctypes.CDLL, spec: dict[str, Any]) -> int:
     abi = landlock_abi(libc)
     if abi == 0:
@@ -260,6 +297,12 @@ def _landlock(libc: ctypes.CDLL, spec: dict[str, Any]) -> int:
     handled_net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if spec["deny_tcp"] and abi >= 4 else 0
     if spec["deny_tcp"] and abi < 4:
         raise ConfineError(f"Landlock ABI {abi} cannot deny TCP (needs ABI 4)")
+    missing = missing_scopes(abi, spec)
+    if missing:
+        raise ConfineError(
+            f"Landlock ABI {abi} has no {' or '.join(missing)} scope and the seccomp filter "
+            "does not close the hole"
+        )
     scoped = 0
     if abi >= 6:
         for name in spec["scopes"]:
@@ -383,6 +426,13 @@ def compile_seccomp(spec: dict[str, Any], *, pid: int) -> bytes:
             add(eperm, "clone", [_ArgCmp(0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0)])
         for name in spec["signal_only_self"]:
             add(eperm, name, [_ArgCmp(0, _SCMP_CMP_NE, pid, 0)])
+        for name, index in sorted(spec["self_only"].items()):
+            # pid 0 is the caller; any other value (whatever its upper bits) is another task.
+            add(eperm, name, [_ArgCmp(index, _SCMP_CMP_NE, 0, 0)])
+        for name, commands in sorted(spec["deny_commands"].items()):
+            # The kernel reads the command as a 32-bit int: compare the low 32 bits only.
+            for command in commands:
+                add(eperm, name, [_ArgCmp(1, _SCMP_CMP_MASKED_EQ, _LOW_32, command)])
         # A BPF program is at most 4096 instructions (32 KiB): it fits a pipe's buffer whole.
         read_fd, write_fd = os.pipe()
         try:
@@ -453,13 +503,100 @@ def _self_check(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
             raise ConfineError("self-check: Landlock still lets / be listed")
 
 
-def apply(policy: dict[str, Any]) -> dict[str, Any]:
+def _tie_to_parent(libc: ctypes.CDLL, parent: int) -> None:
+    """Die with SIGKILL when the parent dies, and at once if it already has."""
+    if libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0) != 0:
+        raise _fail("PR_SET_PDEATHSIG")
+    if os.getppid() != parent:
+        os._exit(_EXIT_ORPHANED)
+
+
+def _pid_namespace_init(libc: ctypes.CDLL) -> None:
+    """Fork into the new pid namespace: the copy (pid 1) returns, the original relays its end.
+
+    The original never returns: it waits for the copy and ends the same way (exit status or
+    signal), so the parent sees one child. The copy dies with the original (PDEATHSIG, checked
+    through a pipe only the original holds open), and everything in the namespace dies with
+    the copy.
+    """
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(alive_w)
+        if libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0) != 0:
+            raise _fail("PR_SET_PDEATHSIG in the pid namespace")
+        os.set_blocking(alive_r, False)
+        try:
+            if os.read(alive_r, 1) == b"":
+                os._exit(_EXIT_ORPHANED)  # the original is gone already
+        except BlockingIOError:
+            pass
+        os.close(alive_r)
+        return
+    os.close(alive_r)
+    os.close(0)
+    os.close(1)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        import resource
+        import signal
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _rlimits(spec: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+    """Set the per-call limits (never above a hard limit already in force); return them."""
+    import resource
+
+    cpu = int(spec["cpu_seconds"])
+    wanted = [
+        (resource.RLIMIT_AS, spec["address_space_bytes"], 0),
+        (resource.RLIMIT_FSIZE, spec["file_size_bytes"], 0),
+        (resource.RLIMIT_NOFILE, spec["open_files"], 0),
+        (resource.RLIMIT_CORE, 0, 0),
+        # SIGXCPU at the soft limit; a child that ignores it gets SIGKILL a second later.
+        (resource.RLIMIT_CPU, cpu, 1),
+    ]
+    if spec["tasks"] is not None:
+        wanted.append((resource.RLIMIT_NPROC, spec["tasks"], 0))
+    applied: list[tuple[int, tuple[int, int]]] = []
+    for which, value, grace in wanted:
+        _, hard = resource.getrlimit(which)
+        limits = (value, value + grace)
+        if hard != resource.RLIM_INFINITY:
+            limits = (min(value, hard), min(value + grace, hard))
+        try:
+            resource.setrlimit(which, limits)
+        except (OSError, ValueError) as e:
+            raise ConfineError(f"setting resource limit {which} to {limits} failed: {e}") from e
+        applied.append((which, limits))
+    return applied
+
+
+def _check_rlimits(applied: list[tuple[int, tuple[int, int]]]) -> None:
+    import resource
+
+    for which, limits in applied:
+        if resource.getrlimit(which) != limits:
+            raise ConfineError(f"self-check: resource limit {which} is not {limits}")
+
+
+def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any]:
     """Confine the calling process as ``policy`` (one resolved tier) says.
 
     Args:
         policy: the tier as the parent instantiated it: ``tier``, ``unshare``, ``readonly_root``,
-            ``not_dumpable``, ``drop_capabilities``, ``no_new_privs``, ``landlock`` (spec or
-            None), ``seccomp`` (None, or ``bpf`` hex, ``pid_sentinel``, ``denies_socket``).
+            ``not_dumpable``, ``drop_capabilities``, ``no_new_privs``, ``limits``, ``landlock``
+            (spec or None), ``seccomp`` (None, or ``bpf`` hex, ``pid_sentinel``,
+            ``denies_socket``).
+        parent: the pid of the process that started this one: the child dies with it (and
+            exits at once when its parent is already another process).
 
     Returns:
         What was applied: the tier name and the Landlock ABI in force (0 when not used).
@@ -469,8 +606,21 @@ def apply(policy: dict[str, Any]) -> dict[str, Any]:
             process must then not run the tool.
     """
     libc = _libc()
-    if policy["unshare"]:
-        _unshare(libc, list(policy["unshare"]))
+    if parent is not None:
+        _tie_to_parent(libc, parent)
+    namespaces = list(policy["unshare"])
+    limits = policy["limits"]
+    if namespaces:
+        if "user" in namespaces and limits["tasks"] is not None and os.getuid() == 0:
+            # RLIMIT_NPROC never binds the real uid 0; the effective uid stays 0, so what the
+            # child may open is unchanged (and Landlock decides that anyway).
+            try:
+                os.setresuid(_TASKS_UID, -1, -1)
+            except OSError as e:
+                raise ConfineError(f"giving up the real uid 0 failed: {e}") from e
+        _unshare(libc, namespaces)
+        if "pid" in namespaces:
+            _pid_namespace_init(libc)
     if policy["readonly_root"]:
         _readonly_root(libc)
     if policy["not_dumpable"] and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
@@ -479,10 +629,12 @@ def apply(policy: dict[str, Any]) -> dict[str, Any]:
         _drop_capabilities(libc)
     if policy["no_new_privs"] and libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise _fail("PR_SET_NO_NEW_PRIVS")
+    applied = _rlimits(limits)
     abi = 0
     if policy["landlock"] is not None:
         abi = _landlock(libc, policy["landlock"])
     if policy["seccomp"] is not None:
         _seccomp(libc, policy["seccomp"])
     _self_check(libc, policy)
+    _check_rlimits(applied)
     return {"tier": policy["tier"], "landlock_abi": abi}

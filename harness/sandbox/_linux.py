@@ -1,10 +1,11 @@
 """The Linux backend: the child confines itself with one tier of the pinned policy.
 
-The command line is ``<interpreter> -I -S -B <worker.py> --confine <tier as JSON>``; the
-worker applies the tier (``_confine.py``) before it reads stdin. Opening the backend proves a
-tier by running a real child through it: the first tier of the policy whose child confines
-itself, passes its self-check and answers the echo control is the one used. Whether the walls
-actually hold is for the probes (``run_probes``) to show.
+The command line is ``<interpreter> -I -S -B <worker.py> --parent <pid> --confine <tier as JSON>``
+(``sandbox exec`` adds ``--run-fd N --run-name NAME``: the file is handed over open, never named by
+path, so no Landlock rule is added for it); the worker applies the tier (``_confine.py``) before it
+reads stdin. Opening the backend proves a tier by running a real child through it: the first tier of
+the policy whose child confines itself, passes its self-check and answers the echo control is the
+one used. Whether the walls actually hold is for the probes (``run_probes``) to show.
 
 This module does not run probes and does not decide what a tier contains (the policy does).
 """
@@ -12,6 +13,7 @@ This module does not run probes and does not decide what a tier contains (the po
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Final
 
@@ -74,30 +76,34 @@ class LinuxBackend(ChildBackend):
         self.landlock_abi = landlock_abi
         self._prefix = str(interpreter.parent.parent)
         self._seccomp: dict[str, Any] | None = None
-        spec = instantiate_tier(
+        tier_spec = instantiate_tier(
             loaded.policy, tier, interpreter_prefix=self._prefix, tool_code=str(self.tool_code)
-        )["seccomp"]
-        if spec is not None:
-            self._seccomp = compile_seccomp_for_child(spec)
-        # Built once: the same bytes for every call (they are part of what a run used).
-        self._policy_json = self._tier_json(())
-
-    def _tier_json(self, extra_read: tuple[str, ...]) -> str:
-        tier = instantiate_tier(
-            self.loaded.policy,
-            self.tier,
-            interpreter_prefix=self._prefix,
-            tool_code=str(self.tool_code),
-            extra_read=extra_read,
         )
-        tier["seccomp"] = self._seccomp
-        return json.dumps(tier, sort_keys=True, separators=(",", ":"))
+        landlock = tier_spec["landlock"]
+        if landlock is not None:
+            missing = _confine.missing_scopes(landlock_abi, landlock)
+            if missing:
+                raise _confine.ConfineError(
+                    f"Landlock ABI {landlock_abi} has no {' or '.join(missing)} scope and the "
+                    "policy's seccomp filter does not close the hole"
+                )
+        if tier_spec["seccomp"] is not None:
+            self._seccomp = compile_seccomp_for_child(tier_spec["seccomp"])
+        self._limits: dict[str, int | None] = dict(tier_spec["limits"])
+        self._scopes: dict[str, str] = {}
+        if landlock is not None:
+            for name in landlock["scopes"]:
+                self._scopes[name] = "landlock" if landlock_abi >= 6 else "seccomp"
+        tier_spec["seccomp"] = self._seccomp
+        # Built once: the same bytes for every call (they are part of what a run used).
+        self._policy_json = json.dumps(tier_spec, sort_keys=True, separators=(",", ":"))
 
-    def _argv(self, run_file: Path | None) -> list[str]:
-        if run_file is None:
-            return [*self._bare_argv(), "--confine", self._policy_json]
-        policy = self._tier_json((str(run_file),))
-        return [*self._bare_argv(), "--confine", policy, "--run", str(run_file)]
+    def _argv(self, run_fd: int | None, run_name: str) -> list[str]:
+        # The parent's pid is read per call: the child dies with the process that started it.
+        argv = [*self._bare_argv(), "--parent", str(os.getpid()), "--confine", self._policy_json]
+        if run_fd is not None:
+            argv += ["--run-fd", str(run_fd), "--run-name", run_name]
+        return argv
 
     def describe(self) -> BackendInfo:
         """Backend ``linux``, the tier in force, the Landlock ABI and the policy digest."""
@@ -109,4 +115,6 @@ class LinuxBackend(ChildBackend):
             profile_digest=self.loaded.digest,
             interpreter=str(self.interpreter),
             tool_code=str(self.tool_code),
+            limits=dict(self._limits),
+            scopes=dict(self._scopes),
         )

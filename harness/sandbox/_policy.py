@@ -13,7 +13,7 @@ confinement: the probes do that.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -24,6 +24,7 @@ from harness.resources import data_path
 __all__ = [
     "LINUX_POLICY_SCHEMA",
     "LandlockSpec",
+    "LimitsSpec",
     "LinuxPolicy",
     "LoadedPolicy",
     "SeccompSpec",
@@ -35,12 +36,13 @@ __all__ = [
     "profile_digest",
     "profiles_dir",
     "read_profile_bytes",
+    "scopes_closed_by_seccomp",
 ]
 
-LINUX_POLICY_SCHEMA: Final = "harness.sandbox.linux-policy.v1"
+LINUX_POLICY_SCHEMA: Final = "harness.sandbox.linux-policy.v2"
 MAX_POLICY_BYTES: Final = 1 << 20
 
-Namespace = Literal["user", "net", "mount", "ipc", "uts"]
+Namespace = Literal["user", "net", "mount", "ipc", "uts", "pid"]
 Scope = Literal["abstract_unix_socket", "signal"]
 _PLACEHOLDERS: Final = frozenset({"{interpreter_prefix}", "{tool_code}"})
 
@@ -58,6 +60,20 @@ class TierSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     seccomp: bool
 
 
+class LimitsSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Resource caps of one call, applied as soft = hard resource limits in the child.
+
+    ``tasks`` (threads and processes, ``RLIMIT_NPROC``) holds only in a tier with a user
+    namespace of its own: elsewhere the kernel counts every process of the user, not one call.
+    """
+
+    address_space_bytes: Annotated[int, msgspec.Meta(ge=1 << 26)]
+    tasks: Annotated[int, msgspec.Meta(ge=4)]
+    file_size_bytes: Annotated[int, msgspec.Meta(ge=1)]
+    cpu_seconds: Annotated[int, msgspec.Meta(ge=1)]
+    open_files: Annotated[int, msgspec.Meta(ge=16)]
+
+
 class LandlockSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Landlock: the read allowlist, the read-write allowlist, TCP and scopes."""
 
@@ -69,10 +85,17 @@ class LandlockSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 class SeccompSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Seccomp: syscalls answered EPERM or ENOSYS, process creation, signals to others."""
+    """Seccomp: syscalls answered EPERM or ENOSYS, process creation, signals to others.
+
+    ``self_only`` maps a syscall to the index of its pid argument: any pid but 0 (the caller)
+    is EPERM. ``deny_commands`` maps ``fcntl``/``ioctl`` to command numbers answered EPERM
+    (compared on the low 32 bits, as the kernel reads them).
+    """
 
     deny: tuple[str, ...]
     unified_numbers: dict[str, int]
+    self_only: dict[str, Annotated[int, msgspec.Meta(ge=0, le=5)]]
+    deny_commands: dict[Literal["fcntl", "ioctl"], tuple[int, ...]]
     enosys: tuple[str, ...]
     deny_process_clone: bool
     signal_only_self: tuple[str, ...]
@@ -84,6 +107,7 @@ class LinuxPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     schema: str
     about: str
     tiers: tuple[TierSpec, ...]
+    limits: LimitsSpec
     landlock: LandlockSpec
     seccomp: SeccompSpec
 
@@ -175,6 +199,38 @@ def load_linux_policy(path: Path | None = None) -> LoadedPolicy:
     return LoadedPolicy(path=str(where), digest=profile_digest(data), policy=policy)
 
 
+# What closes each Landlock scope where the kernel's Landlock lacks it (ABI < 6).
+_SIGNAL_SELF_ONLY: Final = frozenset(
+    {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"}
+)
+_SIGNAL_DENY: Final = frozenset({"pidfd_send_signal", "pidfd_open"})
+_F_SETOWN: Final = 8
+_F_SETOWN_EX: Final = 15
+_FIOSETOWN: Final = 0x8901
+_SIOCSPGRP: Final = 0x8902
+
+
+def scopes_closed_by_seccomp(seccomp: SeccompSpec) -> tuple[Scope, ...]:
+    """The Landlock scopes whose holes this seccomp filter closes on its own.
+
+    ``signal``: signals, pidfd signals and SIGIO/SIGURG (an fd's owner set by ``F_SETOWN``,
+    ``F_SETOWN_EX``, ``FIOSETOWN`` or ``SIOCSPGRP``) reach no process but the caller.
+    ``abstract_unix_socket``: no socket can be created at all.
+    """
+    closed: list[Scope] = []
+    if "socket" in seccomp.deny:
+        closed.append("abstract_unix_socket")
+    commands = seccomp.deny_commands
+    if (
+        set(seccomp.signal_only_self) >= _SIGNAL_SELF_ONLY
+        and set(seccomp.deny) >= _SIGNAL_DENY
+        and set(commands.get("fcntl", ())) >= {_F_SETOWN, _F_SETOWN_EX}
+        and set(commands.get("ioctl", ())) >= {_FIOSETOWN, _SIOCSPGRP}
+    ):
+        closed.append("signal")
+    return tuple(closed)
+
+
 def instantiate_tier(
     policy: LinuxPolicy,
     tier_name: str,
@@ -211,13 +267,25 @@ def instantiate_tier(
             "read_write": list(spec.read_write),
             "deny_tcp": spec.deny_tcp,
             "scopes": list(spec.scopes),
+            "closed_by_seccomp": list(scopes_closed_by_seccomp(policy.seccomp))
+            if tier.seccomp
+            else [],
         }
     seccomp: dict[str, Any] | None = None
     if tier.seccomp:
         seccomp = msgspec.to_builtins(policy.seccomp)
+    caps = policy.limits
     return {
         "tier": tier.name,
         "unshare": list(tier.unshare),
+        "limits": {
+            "address_space_bytes": caps.address_space_bytes,
+            # RLIMIT_NPROC counts one call alone only inside a user namespace of its own.
+            "tasks": caps.tasks if "user" in tier.unshare else None,
+            "file_size_bytes": caps.file_size_bytes,
+            "cpu_seconds": caps.cpu_seconds,
+            "open_files": caps.open_files,
+        },
         "readonly_root": tier.readonly_root,
         "not_dumpable": tier.not_dumpable,
         "drop_capabilities": tier.drop_capabilities,

@@ -3,12 +3,16 @@
 Run by the parent under exactly the confinement of a tool call (``exec_file``), with a job on
 stdin naming the targets the parent set up: its own loopback TCP/UDP listeners, Unix sockets,
 paths to create, victim files to alter, processes whose environment to read or to signal, a
-credential file, and the interpreter to spawn. Every attempt is made honestly and its result
+credential file, the interpreter to spawn, and processes (the parent itself and victims it
+started) whose limits, priority and SIGIO ownership to change. Then it tries to pass its own
+resource caps: 2 GiB of memory, 2 GiB in memfds, 300 threads, each held for a moment so the
+parent can watch it from outside. Every attempt is made honestly and its result
 recorded, and everything read is echoed back, so the parent can look for secrets in it.
 
 The report is only the child's view. The parent judges each probe by ground truth (a
 connection queued on its listener, a file that appeared, a victim that changed, a process
-left in the child's session, a secret in the child's output), never by this report.
+in the child's session, a secret in the child's output, a victim's limits, priority or life,
+the child's peak memory and threads), never by this report.
 Standard library only: it runs under ``python -I -S``.
 """
 
@@ -79,6 +83,108 @@ def _fork() -> None:
         os._exit(0)
 
 
+_F_SETSIG = 10
+_FIOSETOWN = 0x8901
+_SIGKILL = 9
+_SIGURG = 23
+_HOLD_S = 0.4  # how long a resource probe holds what it got, so the parent can see it
+_GIB = 1 << 30
+_CHUNK = 64 << 20
+
+
+def _prlimit(pid: int, which: str, limits: tuple[int, int]) -> None:
+    import resource
+
+    resource.prlimit(pid, getattr(resource, which), limits)
+
+
+def _sigio(pid: int, sig: int, *, owner_without_sig: bool) -> None:
+    """Make I/O on a pipe of its own signal ``pid`` with ``sig`` (F_SETOWN or FIOSETOWN)."""
+    import fcntl
+    import struct
+
+    r, w = os.pipe()
+    try:
+        try:
+            fcntl.fcntl(r, _F_SETSIG, sig)
+        except OSError:
+            if not owner_without_sig:
+                raise  # the plain SIGIO would terminate the target: only for a decoy
+        try:
+            fcntl.fcntl(r, fcntl.F_SETOWN, pid)
+        except OSError:
+            fcntl.ioctl(r, _FIOSETOWN, struct.pack("i", pid))
+        fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+        os.write(w, b"x")
+        time.sleep(0.05)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _memory() -> str:
+    """Fill up to 2 GiB of memory, 64 MiB at a time; hold it; say how far it got."""
+    blocks: list[bytes] = []
+    try:
+        while len(blocks) * _CHUNK < 2 * _GIB:
+            blocks.append(b"\x01" * _CHUNK)
+    except MemoryError:
+        pass
+    reached = len(blocks) * _CHUNK
+    time.sleep(_HOLD_S)
+    del blocks
+    return f"filled {reached >> 20} MiB"
+
+
+def _memfd() -> str:
+    """Write up to 2 GiB into memfds (memory outside the address space); hold; report."""
+    fds: list[int] = []
+    total = 0
+    data = b"\x01" * (_CHUNK // 4)
+    error = ""
+    try:
+        while total < 2 * _GIB:
+            fd = os.memfd_create("harness-probe")
+            fds.append(fd)
+            for _ in range(16):
+                total += os.write(fd, data)
+    except OSError as e:
+        error = f"; {type(e).__name__}: {e}"
+    time.sleep(_HOLD_S)
+    for fd in fds:
+        os.close(fd)
+    return f"wrote {total >> 20} MiB into {len(fds)} memfd(s){error}"
+
+
+def _threads() -> str:
+    """Start up to 300 threads with small stacks; hold them; say how many started."""
+    import threading
+
+    threading.stack_size(64 * 1024)
+    release = threading.Event()
+    started: list[threading.Thread] = []
+    error = ""
+    try:
+        while len(started) < 300:
+            t = threading.Thread(target=release.wait, daemon=True)
+            t.start()
+            started.append(t)
+    except RuntimeError as e:
+        error = f"; RuntimeError: {e}"
+    time.sleep(_HOLD_S)
+    release.set()
+    for t in started:
+        t.join()
+    return f"started {len(started)} thread(s){error}"
+
+
+def _attempt_report(fn: Callable[[], str]) -> str:
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - every failure is an answer
+        return f"{type(e).__name__}: {e}"
+
+
 def main() -> None:
     """Read the job from stdin, attempt every probe, write the report to stdout."""
     job = json.loads(sys.stdin.buffer.read())
@@ -114,6 +220,26 @@ def main() -> None:
     attempts["spawn_subprocess"] = "; ".join(
         (_attempt(lambda: _spawn_process(job["interpreter"])), _attempt(_fork))
     )
+    parent, limits_victim, sigio_victim = (
+        job["parent_pid"],
+        job["limits_victim"],
+        job["sigio_victim"],
+    )
+    attempts["prlimit_parent"] = _attempt(
+        lambda: _prlimit(parent, "RLIMIT_RTTIME", (job["rttime_mark"], -1))
+    )
+    attempts["prlimit_victim"] = _attempt(lambda: _prlimit(limits_victim, "RLIMIT_NOFILE", (3, 3)))
+    attempts["setpriority_parent"] = _attempt(lambda: os.setpriority(os.PRIO_PROCESS, parent, 7))
+    attempts["setpriority_victim"] = _attempt(
+        lambda: os.setpriority(os.PRIO_PROCESS, limits_victim, 19)
+    )
+    attempts["sigio_parent"] = _attempt(lambda: _sigio(parent, _SIGURG, owner_without_sig=False))
+    attempts["sigio_victim"] = _attempt(
+        lambda: _sigio(sigio_victim, _SIGKILL, owner_without_sig=True)
+    )
+    attempts["memfd_huge"] = _attempt_report(_memfd)
+    attempts["memory_2gib"] = _attempt_report(_memory)
+    attempts["threads_300"] = _attempt_report(_threads)
     sys.stdout.write(json.dumps({"done": True, "attempts": attempts, "seen": seen}))
     sys.stdout.flush()
 

@@ -14,7 +14,16 @@ tool call is, through ``exec_file``) attempts every escape against targets the p
   environment of its parent and of another process of the same user, and a credential file:
   denied when no secret appears anywhere in its stdout or stderr;
 - signalling another process of the same user: denied when that process is still alive;
-- spawning a subprocess (exec and fork): denied when no process was left in its session.
+- spawning a subprocess (exec and fork): denied when no process but the child (and, in a tier
+  with a pid namespace, its own pid 1) was seen in its session while it ran or after;
+- changing the limits (``prlimit``) and priority (``setpriority``) of the parent and of a
+  victim process the parent started, and making I/O signal them (``F_SETOWN``/``FIOSETOWN``
+  with ``F_SETSIG``): denied when the parent's own limits and priority, the victim's
+  ``/proc/PID/limits`` and priority are unchanged, no SIGURG reached the parent and the
+  victim is alive;
+- passing its own resource caps: denied when its peak resident memory stayed under 2 GiB, the
+  machine's shared memory did not grow by 1 GiB (memfds) and it never had 300 threads (watched
+  in ``/proc`` from outside while it ran).
 
 The child's own report is shown beside each verdict but never decides one. A target the parent
 cannot set up on this machine (no /var/tmp, no user xattrs) is "not applicable" rather than
@@ -28,11 +37,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -59,7 +72,18 @@ _SYSTEM_WRITE_DIRS: Final = {
 }
 # Targets a machine may lack; each is judged "not applicable" only when the parent's own control
 # shows it cannot be reached at all (e.g. /proc/PID/environ where there is no /proc).
-_OPTIONAL: Final = frozenset({"write_var_tmp", "write_dev_shm", "victim_xattr", "parent_environ"})
+# ``sigio_parent`` needs a signal handler, which only the main thread can install;
+# ``threads_300`` is not applicable to a tier that holds no task cap (``describe``: tasks null).
+_OPTIONAL: Final = frozenset(
+    {
+        "write_var_tmp",
+        "write_dev_shm",
+        "victim_xattr",
+        "parent_environ",
+        "sigio_parent",
+        "threads_300",
+    }
+)
 _VICTIMS: Final = (
     "victim_modify",
     "victim_truncate",
@@ -84,7 +108,20 @@ PROBE_NAMES: Final = (
     "credential_file",
     "signal_other",
     "spawn_subprocess",
+    "prlimit_parent",
+    "prlimit_victim",
+    "setpriority_parent",
+    "setpriority_victim",
+    "sigio_parent",
+    "sigio_victim",
+    "memfd_huge",
+    "memory_2gib",
+    "threads_300",
 )
+_GIB: Final = 1 << 30
+_THREADS_TARGET: Final = 300
+_RTTIME_MARK: Final = 123_456_789
+_WATCH_INTERVAL_S: Final = 0.003
 _PLANTED_ENV: Final = ("HARNESS_PROBE_CREDENTIAL", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 _VICTIM_MTIME_NS: Final = 1_000_000_000 * 1_000_000_000
 _log = get_logger("harness.sandbox")
@@ -256,6 +293,9 @@ class _Targets:
             start_new_session=True,
         )
         self.stack.callback(self._stop_decoy)
+        # Victims of the cross-process probes: one for limits and priority, one for SIGIO.
+        self.limits_victim = self._sleeper()
+        self.sigio_victim = self._sleeper()
         self.creates: dict[str, Path | None] = {
             "write_cwd": self.cwd / f"probe-{self.nonce}",
             "write_store": self.store / f".sandbox-probe-{self.nonce}",
@@ -325,6 +365,16 @@ class _Targets:
         except OSError:
             return False
 
+    def _sleeper(self) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [self.interpreter, "-I", "-S", "-c", "import sys; sys.stdin.buffer.read()"],
+            stdin=subprocess.PIPE,
+            env={},
+            start_new_session=True,
+        )
+        self.stack.callback(_stop, proc)
+        return proc
+
     def _stop_decoy(self) -> None:
         if self.decoy.stdin is not None:
             self.decoy.stdin.close()
@@ -348,6 +398,10 @@ class _Targets:
                 "credential_file": str(self.credential_file),
                 "signal_pid": self.decoy.pid,
                 "interpreter": self.interpreter,
+                "parent_pid": os.getpid(),
+                "limits_victim": self.limits_victim.pid,
+                "sigio_victim": self.sigio_victim.pid,
+                "rttime_mark": _RTTIME_MARK,
             }
         ).encode()
 
@@ -357,6 +411,121 @@ class _Targets:
                 with contextlib.suppress(OSError):
                     path.unlink()
         self.stack.close()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _proc_limits(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/limits").read_text()
+    except OSError:
+        return ""
+
+
+def _priority(pid: int) -> int | None:
+    try:
+        return os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return None
+
+
+def _own_limits() -> dict[str, tuple[int, int]]:
+    return {
+        name: resource.getrlimit(getattr(resource, name))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    }
+
+
+def _shmem_bytes() -> int:
+    """The machine's shared memory (tmpfs, memfds) in bytes, from /proc/meminfo."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _status_fields(pid: int) -> dict[str, str]:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+class _Watch:
+    """Watches the probe child's session in /proc while it runs, from a thread of the parent.
+
+    Records the most threads its processes had at once, the most the machine's shared memory
+    grew, and any process in the session but the child and its own pid 1 (the copy a tier
+    with a pid namespace runs in: parent is the child, pid 1 one namespace deeper).
+    """
+
+    def __init__(self) -> None:
+        self.leader: int | None = None
+        self.max_threads = 0
+        self.shmem_base = _shmem_bytes()
+        self.max_shmem_growth = 0
+        self.others: dict[int, str] = {}
+        self._started = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sandbox-probe-watch", daemon=True)
+
+    def __enter__(self) -> _Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._started.set()
+        self._thread.join()
+
+    def start(self, pid: int) -> None:
+        """The child was started (``on_start``)."""
+        self.leader = pid
+        self._started.set()
+
+    def _run(self) -> None:
+        self._started.wait()
+        while not self._stop.is_set() and self.leader is not None:
+            self._sample(self.leader)
+            time.sleep(_WATCH_INTERVAL_S)
+
+    def _sample(self, leader: int) -> None:
+        self.max_shmem_growth = max(self.max_shmem_growth, _shmem_bytes() - self.shmem_base)
+        leader_depth = len(_status_fields(leader).get("NSpid", "").split()) or 1
+        threads = 0
+        for member in [str(leader), *(m.split(":", 1)[0] for m in _session_members(leader))]:
+            fields = _status_fields(int(member))
+            if not fields or fields.get("State", "").startswith("Z"):
+                continue
+            threads += int(fields.get("Threads", "0") or 0)
+            if int(member) == leader:
+                continue
+            nspid = fields.get("NSpid", "").split()
+            own_init = (
+                fields.get("PPid") == str(leader)
+                and len(nspid) == leader_depth + 1
+                and nspid[-1] == "1"
+            )
+            if not own_init:
+                self.others[int(member)] = fields.get("Name", "?")
+        self.max_threads = max(self.max_threads, threads)
 
 
 def _accept_one(sock: socket.socket) -> socket.socket:
@@ -475,14 +644,36 @@ def _probe(
     before = {name: _snapshot(path) for name, path in t.victims.items()}
     env_source = dict(os.environ) | t.secrets
     left_behind: list[str] = []
-    run: RunResult = backend.exec_file(
-        _PROBE_CHILD,
-        stdin=t.job(),
-        timeout_s=timeout_s,
-        cwd=t.cwd,
-        env_source=env_source,
-        on_exit=lambda pid: left_behind.extend(_session_members(pid)),
-    )
+    parent_limits = _own_limits()
+    parent_priority = _priority(os.getpid())
+    victim_limits = _proc_limits(t.limits_victim.pid)
+    victim_priority = _priority(t.limits_victim.pid)
+    sigurg: list[int] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGURG, lambda s, f: sigurg.append(s)) if main_thread else None
+    try:
+        with _Watch() as watch:
+            run: RunResult = backend.exec_file(
+                _PROBE_CHILD,
+                stdin=t.job(),
+                timeout_s=timeout_s,
+                cwd=t.cwd,
+                env_source=env_source,
+                on_exit=lambda pid: left_behind.extend(_session_members(pid)),
+                on_start=watch.start,
+            )
+        time.sleep(0.05)  # a signal already pending runs its handler by now
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGURG, previous)
+    changed_limits = sorted(k for k, v in _own_limits().items() if parent_limits.get(k) != v)
+    for name in changed_limits:  # put the parent back as it was
+        with contextlib.suppress(OSError, ValueError):
+            resource.setrlimit(getattr(resource, name), parent_limits[name])
+    priority_now = _priority(os.getpid())
+    if priority_now != parent_priority and parent_priority is not None:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, os.getpid(), parent_priority)
     decoy_status = t.decoy.poll()
     output = (run.stdout + b"\n" + run.stderr).decode("latin-1")
     try:
@@ -495,11 +686,17 @@ def _probe(
     results: list[ProbeResult] = []
 
     def judge(
-        name: str, target: str, breached: str | None, held: str, *, applicable: bool = True
+        name: str,
+        target: str,
+        breached: str | None,
+        held: str,
+        *,
+        applicable: bool = True,
+        why_not: str = "this machine has no such target",
     ) -> None:
         saw = attempts.get(name, "no report")
         if not applicable:
-            verdict, truth = Verdict.NOT_APPLICABLE, "this machine has no such target"
+            verdict, truth = Verdict.NOT_APPLICABLE, why_not
         elif breached:
             verdict, truth = Verdict.ALLOWED, breached
         elif not complete:
@@ -591,11 +788,85 @@ def _probe(
         f"it died with status {decoy_status}" if decoy_status is not None else None,
         "the process is still alive",
     )
+    spawned = [f"{pid}:{name}" for pid, name in sorted(watch.others.items())]
+    seen = sorted(set(left_behind) | set(spawned))
     judge(
         "spawn_subprocess",
         "exec and fork",
-        f"left in its session: {', '.join(left_behind)}" if left_behind else None,
-        "no other process in the child's session",
+        f"in its session: {', '.join(seen)}" if seen else None,
+        "no other process in the child's session while it ran or after",
+    )
+    judge(
+        "prlimit_parent",
+        f"pid {os.getpid()} (the parent) RLIMIT_RTTIME",
+        f"the parent's limits changed: {', '.join(changed_limits)}" if changed_limits else None,
+        "the parent's limits are unchanged",
+    )
+    victim_limits_now = _proc_limits(t.limits_victim.pid)
+    judge(
+        "prlimit_victim",
+        f"pid {t.limits_victim.pid} (a victim) RLIMIT_NOFILE",
+        "the victim's /proc limits changed" if victim_limits_now != victim_limits else None,
+        "the victim's /proc limits are unchanged",
+    )
+    judge(
+        "setpriority_parent",
+        f"pid {os.getpid()} (the parent)",
+        f"the parent's nice value went from {parent_priority} to {priority_now}"
+        if priority_now != parent_priority
+        else None,
+        "the parent's nice value is unchanged",
+    )
+    victim_priority_now = _priority(t.limits_victim.pid)
+    judge(
+        "setpriority_victim",
+        f"pid {t.limits_victim.pid} (a victim)",
+        f"the victim's nice value went from {victim_priority} to {victim_priority_now}"
+        if victim_priority_now != victim_priority
+        else None,
+        "the victim's nice value is unchanged",
+    )
+    judge(
+        "sigio_parent",
+        f"pid {os.getpid()} (the parent), SIGURG by F_SETOWN/FIOSETOWN",
+        f"{len(sigurg)} SIGURG reached the parent" if sigurg else None,
+        "no SIGURG reached the parent",
+        applicable=main_thread,
+        why_not="only the main thread can catch the signal",
+    )
+    sigio_status = t.sigio_victim.poll()
+    judge(
+        "sigio_victim",
+        f"pid {t.sigio_victim.pid} (a victim), SIGKILL by F_SETOWN/FIOSETOWN",
+        f"it died with status {sigio_status}" if sigio_status is not None else None,
+        "the victim is still alive",
+    )
+    judge(
+        "memfd_huge",
+        "2 GiB written into memfds",
+        f"shared memory grew by {watch.max_shmem_growth >> 20} MiB while it ran"
+        if watch.max_shmem_growth >= _GIB
+        else None,
+        f"shared memory grew by at most {max(watch.max_shmem_growth, 0) >> 20} MiB",
+    )
+    judge(
+        "memory_2gib",
+        "2 GiB of memory filled",
+        f"its peak resident memory was {run.max_rss_bytes >> 20} MiB"
+        if run.max_rss_bytes >= 2 * _GIB
+        else None,
+        f"its peak resident memory was {run.max_rss_bytes >> 20} MiB",
+    )
+    limits = info.limits or {}
+    judge(
+        "threads_300",
+        f"{_THREADS_TARGET} threads (cap {limits.get('tasks')})",
+        f"it had {watch.max_threads} threads at once"
+        if watch.max_threads >= _THREADS_TARGET
+        else None,
+        f"it had at most {watch.max_threads} threads at once",
+        applicable=limits.get("tasks") is not None,
+        why_not="this tier holds no task cap (describe: tasks null)",
     )
     return ProbeReport(
         backend=info,

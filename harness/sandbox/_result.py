@@ -34,6 +34,11 @@ class Outcome(StrEnum):
     """The request exceeded the stdin size limit; no child was started."""
     CONFINE_FAILED = "confine_failed"
     """The child could not confine itself and did not run the tool."""
+    RESOURCE_LIMIT = "resource_limit"
+    """The call hit a per-call resource cap (memory, tasks, file size, CPU time, open files)."""
+    KILLED = "killed"
+    """The child was killed by a signal the harness did not send and no cap explains: the host
+    interfered, not the tool (the V2 loop retries once, then stops the run)."""
 
 
 class ToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +77,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         timed_out: the wall-clock limit passed; the process group was killed.
         stdout_overflow: stdout passed the limit; the process group was killed.
         elapsed_s: wall time from spawn to reap, in seconds.
+        cpu_s: user + system CPU time of the child and what it waited for (``wait4``).
+        max_rss_bytes: the largest resident set of the child or what it waited for.
     """
 
     exit_status: int
@@ -80,6 +87,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     timed_out: bool
     stdout_overflow: bool
     elapsed_s: float
+    cpu_s: float = 0.0
+    max_rss_bytes: int = 0
 
 
 class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,6 +102,9 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
         profile_digest: ``blake3:<hex>`` of that file's bytes (``Domain.SANDBOX_PROFILE``).
         interpreter: the resolved interpreter the child runs.
         tool_code: the resolved ``harness`` package directory the child may read.
+        limits: the per-call resource caps in force (None: a cap this tier cannot hold).
+        scopes: how each Landlock scope the policy asks for is held (``landlock`` or
+            ``seccomp``), Linux only.
     """
 
     backend: str
@@ -102,3 +114,5 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
     profile_digest: str
     interpreter: str
     tool_code: str
+    limits: dict[str, int | None] | None = None
+    scopes: dict[str, str] | None = None

@@ -1,10 +1,10 @@
 """Spawn one child, feed its stdin, read its stdout and stderr within limits, and reap it.
 
-The child gets an explicit environment, no inherited descriptor but its three pipes
-(``close_fds``), and a session of its own, so its process group is exactly what it started. The
-wall-clock limit and the stdout limit both end in ``SIGKILL`` to the whole process group. The
-child's exit is observed without reaping it (``waitid(WNOWAIT)``), so its pid, and with it the
-process group id, cannot be reused while an ``on_exit`` hook looks at it and while stragglers
+The child gets an explicit environment, no inherited descriptor but its three pipes (``close_fds``)
+and those named in ``pass_fds``, and a session of its own, so its process group is exactly what it
+started. The wall-clock limit and the stdout limit both end in ``SIGKILL`` to the whole process
+group. The child's exit is observed without reaping it (``waitid(WNOWAIT)``), so its pid, and with
+it the process group id, cannot be reused while an ``on_exit`` hook looks at it and while stragglers
 are killed; only then is it reaped.
 
 This module neither builds the command line nor interprets the output.
@@ -17,6 +17,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -79,6 +80,8 @@ def run_child(
     max_stdout: int,
     max_stderr: int,
     on_exit: Callable[[int], None] | None = None,
+    pass_fds: Sequence[int] = (),
+    on_start: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Run ``argv`` once and return what it did.
 
@@ -92,6 +95,9 @@ def run_child(
         max_stderr: how many trailing stderr bytes are kept.
         on_exit: called with the child's pid after it exited and before its process group is
             killed and it is reaped (the probes look for processes it left behind).
+        pass_fds: descriptors the child inherits under the same numbers (nothing else is).
+        on_start: called with the child's pid right after it was started (the probes watch
+            it from outside while it runs); it must not block.
 
     Raises:
         SandboxError: when the child cannot be started at all.
@@ -109,6 +115,7 @@ def run_child(
             env=dict(env),
             cwd=cwd,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
             start_new_session=True,
         )
     except OSError as e:
@@ -117,6 +124,8 @@ def run_child(
     assert proc.stdout is not None
     assert proc.stderr is not None
     pid = proc.pid
+    if on_start is not None:
+        on_start(pid)
     pidfd: int | None = None
     if hasattr(os, "pidfd_open"):
         with contextlib.suppress(OSError):
@@ -199,7 +208,11 @@ def run_child(
     if on_exit is not None:
         on_exit(pid)
     _kill_group(pid)  # stragglers in its group; the unreaped leader keeps the id from reuse
-    status = proc.wait()
+    # Reaped here, not by ``proc.wait()``: ``wait4`` also says what CPU time and memory the
+    # child (and whatever it waited for itself) used, which tells a cap from a kill.
+    _, wait_status, usage = os.wait4(pid, 0)
+    status = os.waitstatus_to_exitcode(wait_status)
+    proc.returncode = status
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         stream.close()
     if pidfd is not None:
@@ -211,4 +224,7 @@ def run_child(
         timed_out=timed_out,
         stdout_overflow=overflow,
         elapsed_s=time.perf_counter() - start,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        # Linux counts ru_maxrss in KiB, macOS in bytes.
+        max_rss_bytes=usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024),
     )

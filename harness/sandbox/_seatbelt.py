@@ -11,6 +11,7 @@ It cannot run on Linux; its shape is checked by ``_sbpl`` and its command line b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Final
 
@@ -44,19 +45,20 @@ class SeatbeltBackend(ChildBackend):
         self.profile_path = profile_path
         self.profile_digest = profile_digest
 
-    def _argv(self, run_file: Path | None) -> list[str]:
+    def _argv(self, run_fd: int | None, run_name: str) -> list[str]:
         params = {
             "INTERPRETER_PREFIX": str(self.interpreter.parent.parent),
             "TOOL_CODE": str(self.tool_code),
-            # A tool call reads no extra file; the worker itself stands in for the parameter.
-            "RUN_FILE": str(run_file if run_file is not None else self.worker_path),
+            # ``sandbox exec`` hands its file over open (``--run-fd``): the child reads no path
+            # of it, so the worker itself stands in for the parameter.
+            "RUN_FILE": str(self.worker_path),
         }
         argv = [SANDBOX_EXEC, "-p", self.profile_text]
         for name, value in params.items():
             argv += ["-D", f"{name}={value}"]
-        argv += ["--", *self._bare_argv()]
-        if run_file is not None:
-            argv += ["--run", str(run_file)]
+        argv += ["--", *self._bare_argv(), "--parent", str(os.getpid())]
+        if run_fd is not None:
+            argv += ["--run-fd", str(run_fd), "--run-name", run_name]
         return argv
 
     def describe(self) -> BackendInfo:

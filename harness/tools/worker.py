@@ -1,15 +1,19 @@
 """Entry point of the fresh child that runs one synthetic tool call.
 
-Run as ``<interpreter> -I -S -B <this file> [--confine POLICY_JSON] [--run FILE]``. The child
-puts only the project root on ``sys.path``, confines itself when the parent passed a policy
-(Linux; on macOS ``sandbox-exec`` confines it from outside), then reads one JSON request from
+Run as ``<interpreter> -I -S -B <this file> [--parent PID] [--confine POLICY_JSON]
+[--run-fd N --run-name NAME]``. The child puts only the project root on ``sys.path``, confines
+itself when the parent passed a policy (Linux, which also ties it to the parent ``PID``; on
+macOS ``sandbox-exec`` confines it from outside), then reads one JSON request from
 stdin, ``{"tool_id": str, "args": object, "world": object}``, and writes one JSON reply to
 stdout: ``{"ok": true, "response": ...}`` or ``{"ok": false, "error": {"kind", "message"}}``.
 
 The tool id ``echo`` answers with its args (the probes' positive control and the benchmark);
 any other id goes to ``harness.tools.catalog.call_tool(world, tool_id, args)``, imported only
-after confinement. ``--run FILE`` runs a Python file as ``__main__`` instead of a tool call,
-under the same confinement (``harness sandbox exec``).
+after confinement. ``--run-fd N`` runs the Python source open at descriptor N (opened by the
+parent; its path is never looked up here) as ``__main__`` instead of a tool call, under the
+same confinement (``harness sandbox exec``). A call that runs into a per-call resource cap
+(memory, threads, file size, open files) is answered as the error kind ``resource_limit``, or
+with :data:`EXIT_RESOURCE` when no reply can be written.
 
 Standard library only, and nothing imported that the call does not need, so start-up stays
 near the bare interpreter's. This module does not spawn, time or judge anything: the parent
@@ -31,8 +35,10 @@ __all__ = [
     "EXIT_BAD_REQUEST",
     "EXIT_CONFINE_FAILED",
     "EXIT_OK",
+    "EXIT_RESOURCE",
     "EXIT_USAGE",
     "MAX_REQUEST_BYTES",
+    "RESOURCE_LIMIT_KIND",
     "main",
 ]
 
@@ -41,6 +47,10 @@ EXIT_OK: Final = 0
 EXIT_USAGE: Final = 119
 EXIT_BAD_REQUEST: Final = 120
 EXIT_CONFINE_FAILED: Final = 121
+EXIT_RESOURCE: Final = 122
+RESOURCE_LIMIT_KIND: Final = "resource_limit"
+# errno values meaning a per-call cap was hit: out of memory, file too large, too many files.
+_RESOURCE_ERRNOS: Final = frozenset({12, 27, 24})
 
 _REQUEST_KEYS: Final = frozenset({"tool_id", "args", "world"})
 
@@ -49,7 +59,16 @@ def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _confine(root: str, policy_json: str) -> None:
+def _is_resource_error(e: BaseException) -> bool:
+    """True when ``e`` is a per-call cap biting, not a fault of the tool."""
+    if isinstance(e, MemoryError):
+        return True
+    if isinstance(e, OSError) and e.errno in _RESOURCE_ERRNOS:
+        return True
+    return isinstance(e, RuntimeError) and "can't start new thread" in str(e)
+
+
+def _confine(root: str, policy_json: str, parent: int | None) -> None:
     # Loaded by path: importing the ``harness.sandbox`` package would pull in the parent side
     # (structlog, blake3), which ``-S`` cannot import and start-up cannot afford. The loader
     # still uses the module's cached bytecode; ``importlib.util`` would cost more than it does.
@@ -65,7 +84,7 @@ def _confine(root: str, policy_json: str) -> None:
     # system lists once to find ``harness``: fill that cache now (this runs no project code).
     PathFinder.find_spec("harness", [root])
     try:
-        module.apply(policy)
+        module.apply(policy, parent=parent)
     except module.ConfineError as e:
         sys.stderr.write(f"sandbox: {e}\n")
         sys.stderr.flush()
@@ -99,6 +118,11 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
     try:
         response = call_tool(request["world"], tool_id, request["args"])
     except Exception as e:  # noqa: BLE001 - a tool's exception is its reply, not a crash
+        if _is_resource_error(e):
+            return {
+                "ok": False,
+                "error": {"kind": RESOURCE_LIMIT_KIND, "message": f"{type(e).__name__}: {e}"},
+            }
         return {
             "ok": False,
             "error": {"kind": "tool_exception", "message": f"{type(e).__name__}: {e}"},
@@ -106,32 +130,49 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "response": response}
 
 
+def _run_source(fd: int, name: str) -> int:
+    """Run the Python source open at ``fd`` as ``__main__`` (``name`` only labels it)."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    code = compile(b"".join(chunks), name, "exec")
+    # A module of its own: this worker is ``__main__`` too and keeps its globals.
+    module = type(sys)("__main__")
+    module.__file__ = name
+    sys.modules["__main__"] = module
+    sys.argv = [name]
+    exec(code, module.__dict__)  # noqa: S102 - running the caller's file is what ``sandbox exec`` is for
+    return EXIT_OK
+
+
+_FLAGS: Final = ("--parent", "--confine", "--run-fd", "--run-name")
+
+
 def main(argv: list[str]) -> int:
-    """Run one tool call (or ``--run FILE``) and return the process exit status."""
+    """Run one tool call (or ``--run-fd N``) and return the process exit status."""
     root = _project_root()
     sys.path.insert(0, root)
-    policy_json: str | None = None
-    run_file: str | None = None
+    values: dict[str, str] = {}
     args = list(argv)
     while args:
         flag = args.pop(0)
-        if flag in ("--confine", "--run") and args:
-            value = args.pop(0)
-            if flag == "--confine":
-                policy_json = value
-            else:
-                run_file = value
+        if flag in _FLAGS and args and flag not in values:
+            values[flag] = args.pop(0)
         else:
             sys.stderr.write(f"worker: unknown argument {flag!r}\n")
             return EXIT_USAGE
-    if policy_json is not None:
-        _confine(root, policy_json)
-    if run_file is not None:
-        import runpy
-
-        sys.argv = [run_file]
-        runpy.run_path(run_file, run_name="__main__")
-        return EXIT_OK
+    numbers = {}
+    for flag in ("--parent", "--run-fd"):
+        if flag in values:
+            if not values[flag].isdigit():
+                sys.stderr.write(f"worker: {flag} needs a number, got {values[flag]!r}\n")
+                return EXIT_USAGE
+            numbers[flag] = int(values[flag])
+    if "--confine" in values:
+        _confine(root, values["--confine"], numbers.get("--parent"))
+    if "--run-fd" in numbers:
+        return _run_source(numbers["--run-fd"], values.get("--run-name", "<sandbox exec>"))
     data = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     if len(data) > MAX_REQUEST_BYTES:
         return _bad_request(f"request exceeds {MAX_REQUEST_BYTES} bytes")
@@ -153,5 +194,21 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def _entry() -> int:
+    try:
+        return main(sys.argv[1:])
+    except MemoryError:
+        # Whatever was allocated is unwound by now: say why, without allocating much.
+        os.write(2, b"worker: MemoryError: the call passed its memory cap\n")
+        return EXIT_RESOURCE
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    status = _entry()
+    if "--run-fd" in sys.argv:
+        sys.exit(status)  # a file run by ``sandbox exec`` ends as Python programs do
+    # A tool call has written its whole reply: skip the interpreter's finalization (several
+    # milliseconds of module teardown on every call) once the streams are flushed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

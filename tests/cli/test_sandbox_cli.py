@@ -38,7 +38,10 @@ def test_probe_json_and_store_dir(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["backend"]["tier"] == "landlock"
-    assert {p["verdict"] for p in report["probes"]} == {"denied"}
+    verdicts = {p["name"]: p["verdict"] for p in report["probes"]}
+    # The landlock tier holds no task cap (no user namespace of its own) and says so.
+    assert verdicts.pop("threads_300") == "not_applicable"
+    assert set(verdicts.values()) == {"denied"}
     assert list(tmp_path.iterdir()) == []
 
 
@@ -93,6 +96,20 @@ def test_exec_timeout_exits_124(tmp_path: Path) -> None:
 
 
 @linux_only
+def test_exec_refuses_a_symlink_in_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("print('ran')\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(script)
+    result = CliRunner().invoke(main, ["sandbox", "exec", str(link)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    last = result.stderr.splitlines()[-1]  # after the backend's log line
+    assert last == f"error: {str(link)!r} is a symbolic link; name the file itself"
+    assert "Traceback" not in result.stderr
+
+
+@linux_only
 def test_describe_prints_backend_facts() -> None:
     result = CliRunner().invoke(main, ["sandbox", "describe", "--tier", "landlock"])
     assert result.exit_code == 0, result.output
@@ -100,6 +117,16 @@ def test_describe_prints_backend_facts() -> None:
     assert (info["backend"], info["tier"]) == ("linux", "landlock")
     assert info["profile_digest"] == load_linux_policy().digest
     assert info["landlock_abi"] >= 3
+    limits = load_linux_policy().policy.limits
+    # No user namespace of its own in this tier: no task cap, and describe says so.
+    assert info["limits"] == {
+        "address_space_bytes": limits.address_space_bytes,
+        "cpu_seconds": limits.cpu_seconds,
+        "file_size_bytes": limits.file_size_bytes,
+        "open_files": limits.open_files,
+        "tasks": None,
+    }
+    assert info["scopes"] == {"abstract_unix_socket": "landlock", "signal": "landlock"}
 
 
 def test_check_profile_ok_and_broken(tmp_path: Path) -> None:

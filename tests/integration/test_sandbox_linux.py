@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -98,7 +100,6 @@ def test_call_real_catalog_imports_under_confinement() -> None:
     ("tool_id", "args", "outcome", "error"),
     [
         ("exit", {"code": 3}, Outcome.DIED, r"^the child exited with status 3$"),
-        ("kill_self", {}, Outcome.DIED, r"^the child was killed by SIGKILL$"),
         ("garbage", {"text": "not json"}, Outcome.GARBAGE, r"^stdout is not one reply object"),
         ("garbage", {"text": '{"ok": true, "resp'}, Outcome.GARBAGE, r"^stdout is not one"),
         ("garbage", {"text": '{"ok": true}'}, Outcome.GARBAGE, r"contradicts"),
@@ -109,7 +110,6 @@ def test_call_real_catalog_imports_under_confinement() -> None:
     ],
     ids=[
         "exit-3",
-        "sigkill",
         "not-json",
         "partial-json",
         "reply-without-response",
@@ -269,6 +269,60 @@ def test_runner_does_not_wait_for_descendants_holding_stdout() -> None:
     assert (run.exit_status, run.stdout, run.timed_out) == (0, b"done\n", False)
 
 
+def _worker_children() -> list[int]:
+    """Pids of this process's children that run the tool worker."""
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            for pid in f.read().split():
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"worker.py" in cmdline:
+                    found.append(int(pid))
+    return found
+
+
+def test_child_killed_from_outside_is_killed_not_died(fixture_backend: LinuxBackend) -> None:
+    """A SIGKILL the harness did not send is KILLED (the loop retries it), never DIED."""
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 20
+        while not killed and time.monotonic() < deadline:
+            for pid in _worker_children():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    request = {"tool_id": "sleep", "args": {"seconds": 15}, "world": {}}
+    result = fixture_backend.call(request, timeout_s=30)
+    thread.join()
+    assert killed
+    assert result.outcome is Outcome.KILLED, result
+    assert result.error == "the child was killed by SIGKILL, a signal the harness did not send"
+    assert result.elapsed_s < 15
+
+
+def test_a_tool_killing_itself(fixture_backend: LinuxBackend) -> None:
+    """Without a pid namespace a self-inflicted SIGKILL is KILLED; as pid 1 of its own pid
+    namespace the child cannot kill itself (the kernel drops it) and the tool goes on."""
+    result = fixture_backend.call({"tool_id": "kill_self", "args": {}, "world": {}}, timeout_s=20)
+    pid_namespace = "pid" in tier(_policy_dict(), fixture_backend.tier)["unshare"]
+    if pid_namespace:
+        assert result.outcome is Outcome.OK, result
+    else:
+        assert result.outcome is Outcome.KILLED, result
+
+
+def _policy_dict() -> dict[str, Any]:
+    policy: dict[str, Any] = json.loads(Path(load_linux_policy().path).read_text())
+    return policy
+
+
 def test_runner_missing_program_raises() -> None:
     with pytest.raises(SandboxError, match=r"^cannot start the sandbox child"):
         run_child(
@@ -286,7 +340,8 @@ _DENY_AND_OPEN = """
 import json, os, sys
 from harness.sandbox import _confine
 spec = {"deny": sys.argv[1].split(","), "unified_numbers": {}, "enosys": [],
-        "deny_process_clone": False, "signal_only_self": []}
+        "deny_process_clone": False, "signal_only_self": [], "self_only": {},
+        "deny_commands": {}}
 libc = _confine._libc()
 assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs, as seccomp requires
 program = _confine.compile_seccomp(spec, pid=os.getpid()).hex()
@@ -328,7 +383,8 @@ def test_without_user_namespaces_or_landlock_it_refuses() -> None:
     assert message.startswith("cannot sandbox tool calls on this machine, no tier of the Linux")
     assert "Landlock ABI unavailable" in message
     assert (
-        "tier 'userns': confine_failed: sandbox: unshare(user,net,mount,ipc,uts) failed" in message
+        "tier 'userns': confine_failed: sandbox: unshare(user,net,mount,ipc,uts,pid) failed"
+        in message
     )
     assert "tier 'landlock': confine_failed: sandbox: Landlock (landlock_create_ruleset)" in message
 

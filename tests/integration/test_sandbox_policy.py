@@ -66,8 +66,8 @@ def _set(path: tuple[str | int, ...], value: Any) -> Any:
         (_set(("tiers", 0, "unshare"), ["user", "net"]), r"read-only without a mount namespace$"),
         (_set(("tiers", 0, "unshare"), ["net", "mount"]), r"without a user namespace$"),
         (
-            _set(("tiers", 0, "unshare"), ["user", "pid"]),
-            r"Invalid enum value 'pid' - at `\$.tiers\[0\].unshare\[1\]`$",
+            _set(("tiers", 0, "unshare"), ["user", "cgroup"]),
+            r"Invalid enum value 'cgroup' - at `\$.tiers\[0\].unshare\[1\]`$",
         ),
         (_set(("tiers", 1, "no_new_privs"), False), r"needs no_new_privs for Landlock"),
         (_set(("landlock", "read"), ["relative/path"]), r"'relative/path' is not absolute$"),

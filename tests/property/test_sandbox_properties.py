@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from harness.sandbox import Outcome, RunResult, check_profile
 from harness.sandbox._backend import _judge
+from harness.tools import worker
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 JSON = st.recursive(
@@ -55,7 +56,8 @@ def test_judge_round_trips_any_json_response(value: Any) -> None:
 @given(JSON, st.integers(min_value=1, max_value=255))
 def test_judge_never_accepts_a_reply_with_nonzero_exit(value: Any, status: int) -> None:
     stdout = json.dumps({"ok": True, "response": value}).encode()
-    assert _judged(stdout, status).outcome is Outcome.DIED
+    expected = Outcome.RESOURCE_LIMIT if status == worker.EXIT_RESOURCE else Outcome.DIED
+    assert _judged(stdout, status).outcome is expected
 
 
 @given(st.text(max_size=300))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -136,9 +137,12 @@ def test_seatbelt_argv_passes_paths_only_as_params(tmp_path: Path) -> None:
         "-S",
         "-B",
         worker,
+        "--parent",
+        str(os.getpid()),
     ]
-    run_argv = backend.argv(tmp_path / "x.py")
-    assert run_argv[8] == f"RUN_FILE={tmp_path / 'x.py'}"
-    assert run_argv[-2:] == ["--run", str(tmp_path / "x.py")]
+    # ``sandbox exec`` hands the file over open: the profile names no path of it.
+    run_argv = backend.argv(7, str(tmp_path / "x.py"))
+    assert run_argv[8] == f"RUN_FILE={worker}"
+    assert run_argv[-4:] == ["--run-fd", "7", "--run-name", str(tmp_path / "x.py")]
     info = backend.describe()
     assert (info.backend, info.tier, info.landlock_abi) == ("seatbelt", "seatbelt", None)

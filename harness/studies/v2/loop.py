@@ -34,6 +34,8 @@ from harness.canonical import Domain, digest
 from harness.ect.boundary import BoundaryError, decode
 from harness.ect.model import Certificate, Ledger, descriptor_digest, ledger_digest
 from harness.ect.reasons import ReasonCode
+from harness.errors import ToolChildKilledError
+from harness.log import get_logger
 from harness.policies import PolicyDecision
 from harness.providers.audit import AttemptIntent, AttemptJournal, AttemptRecord, Audit
 from harness.providers.config import GenerationConfig
@@ -47,7 +49,7 @@ from harness.providers.planner import (
     planner_request,
 )
 from harness.providers.protocol import Provider
-from harness.sandbox import ChildBackend, ToolCallResult
+from harness.sandbox import ChildBackend, Outcome, ToolCallResult
 from harness.studies.v2.checkpoints import Checkpoint
 from harness.studies.v2.config import Budget
 from harness.studies.v2.judge import Judgement, judge_proposal, missing_evidence
@@ -77,6 +79,7 @@ __all__ = [
 ]
 
 _SANDBOX_ERROR: Final = "SANDBOX_"
+_log = get_logger("harness.studies.v2")
 
 
 class ToolRunner(Protocol):
@@ -90,7 +93,13 @@ class ToolRunner(Protocol):
 
 
 class SandboxTools:
-    """Every call in a fresh sandboxed child (``backend.call`` in a worker thread)."""
+    """Every call in a fresh sandboxed child (``backend.call`` in a worker thread).
+
+    A child killed by a signal the harness did not send (``Outcome.KILLED``: the host, not the
+    tool) is retried once in a fresh child; a second such death raises
+    :class:`ToolChildKilledError`, which drops the cell in flight uncommitted and stops the run
+    unfinalized and resumable. It never becomes a tool failure in a result.
+    """
 
     def __init__(self, backend: ChildBackend, *, timeout_s: float) -> None:
         self._backend = backend
@@ -99,10 +108,25 @@ class SandboxTools:
     async def run(
         self, tool_id: str, args: Mapping[str, Any], world: Mapping[str, Any]
     ) -> ToolCallResult:
-        """Run the call in the sandbox (blocking work off the trio thread)."""
+        """Run the call in the sandbox (blocking work off the trio thread).
+
+        Raises:
+            ToolChildKilledError: the child was killed from outside twice in a row.
+        """
         request = {"tool_id": tool_id, "args": dict(args), "world": world}
         call = functools.partial(self._backend.call, request, timeout_s=self._timeout_s)
-        return await trio.to_thread.run_sync(call)
+        result: ToolCallResult = await trio.to_thread.run_sync(call)
+        if result.outcome is not Outcome.KILLED:
+            return result
+        _log.warning("v2.tool_child_killed", tool_id=tool_id, error=result.error, retry=True)
+        result = await trio.to_thread.run_sync(call)
+        if result.outcome is Outcome.KILLED:
+            raise ToolChildKilledError(
+                f"the sandboxed child of tool call {tool_id!r} was killed twice by a signal the "
+                f"harness did not send ({result.error}); the cell in flight was dropped "
+                "uncommitted: find what kills processes on this host, then `harness v2 resume`"
+            )
+        return result
 
 
 class CollectingJournal:
