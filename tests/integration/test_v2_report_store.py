@@ -120,6 +120,6 @@ def test_v2_report_cli_prints_table4_and_writes_files(store: Path, tmp_path: Pat
     result = CliRunner().invoke(main, ["v2", "report", str(store), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 |" in result.stdout
-    assert f"wrote 7 files to {out}" in result.stderr
+    assert f"wrote 10 files to {out}" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted([*REPORT_FILES, "report-manifest.json"])
     assert (out / "table4.csv").read_bytes() == (store / "report" / "table4.csv").read_bytes()
