@@ -402,8 +402,8 @@ def render_markdown(document: ReportDocument) -> bytes:
     """``report.md``."""
     a, s = document.analysis, document.store
     out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", ""]
-    if document.store.provider:
-        out += [f"Provider: {document.store.provider}.", ""]
+    # Older stores bind no identity in their genesis: name the provider their results carry.
+    out += [f"Provider: {document.store.provider or a.provider}.", ""]
     if document.partial:
         out += [
             f"**PARTIAL REPORT: made at {document.store.cells} of "
@@ -421,7 +421,7 @@ def render_markdown(document: ReportDocument) -> bytes:
         ]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
     out += [
-        f"Provider: {a.provider}. Store: {s.cells}/{s.schedule_rows} cells ({status}), "
+        f"Store: {s.cells}/{s.schedule_rows} cells ({status}), "
         f"head {s.head}, manifest {s.manifest_digest or 'none (not finalized)'}.",
         "",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
