@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -41,6 +42,7 @@ from harness.providers.selection import (
     provider_identity,
     select_provider,
 )
+from harness.studies.static import run_static
 
 KEY = "sk-FAKE-test-key-0123456789abcdefghij"
 MODEL = "fake-model-1"
@@ -310,3 +312,23 @@ def test_gemini_refuses_openai_only_options() -> None:
         select_provider(
             "gemini", credential_file=None, credential_env="K", base_url=None, model="x"
         )
+
+
+def test_static_dev_run_through_openai_audits_every_attempt(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    selection = select_provider(
+        "openai",
+        credential_file=None,
+        credential_env=None,
+        base_url=fake.base_url,
+        model=MODEL,
+        no_credential=True,
+    )
+    info = run_static(out, split="dev", selection=selection)
+    assert not info.simulated
+    assert info.attempts == len(fake.chat_requests) == 108
+    run = json.loads((out / "run.json").read_text())
+    assert MODEL in json.dumps(run)
+    assert run["provider"]["provider"] == "openai"

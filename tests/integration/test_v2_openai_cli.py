@@ -223,6 +223,13 @@ def test_v2_gemini_shaped_options_are_refused_for_openai_in_one_line(
     assert result.exit_code == 2
     assert _error(result) == "error: --planner: no plug-in file /nowhere/p.py"
     assert not store.exists()
+    static = _invoke(
+        "static", "run", "--out", str(store), "--planner",
+        "python:harness.examples.planners.minimal:PLANNER",
+    )  # fmt: skip
+    assert static.exit_code == 2
+    assert _error(static) == "error: --planner applies only to harness v2 run"
+    assert not store.exists()
 
 
 def _wait_for(predicate: Any, timeout_s: float = 60.0) -> None:
