@@ -1,11 +1,11 @@
 """A fake OpenAI-compatible chat-completions endpoint on 127.0.0.1 for the real ``openai`` client.
 
-It shares the Gemini fake's machinery (``providers_fake_gemini``: scripted ``Answer``s, recorded
-requests, disconnects, resets, partial bodies, slow replies) and speaks the chat-completions
-wire format instead: ``POST {base}/chat/completions`` answered from the script, then from the
-``responder`` (default: the simulated responder below, which answers as the simulated provider
-would), and ``GET {base}/models/{model}`` (the preflight request) answered from its own script,
-then with the model object.
+It plays the Gemini fake's ``Answer``s (``providers_fake_gemini``: replies, disconnects before
+a response byte, resets after the request, partial bodies, slow replies) and records requests
+the same way, on the chat-completions wire format. ``POST {base}/chat/completions`` is answered
+from the script, then from the ``responder`` (default: the simulated responder below, which
+answers as the simulated provider would). ``GET {base}/models/{model}`` (the preflight request)
+is answered from its own script, then with the model object.
 
 ``SimulatedChat`` answers a chat-completions request with the simulated provider's behaviour,
 from the request bytes alone: the system message tells the prompt (hence the role), the user
@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import json
 import math
+import socket
+import struct
 import threading
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
 from providers_fake_gemini import (
     Answer,
     RecordedRequest,
-    _Handler,
-    _Server,
-    _State,
     body,
     disconnect_before_response,
     slow,
@@ -196,8 +198,57 @@ class SimulatedChat:
         return chat_output(value, usage=usage)
 
 
-class _ChatHandler(_Handler):
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib handler names it
+@dataclass
+class _State:
+    script: deque[Answer] = field(default_factory=deque)
+    metadata: deque[Answer] = field(default_factory=deque)
+    requests: list[RecordedRequest] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, responder: Responder) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatHandler)
+        self.state = _State()
+        self.responder = responder
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    # The Gemini fake's answer kinds, played on the chat-completions routes.
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the stdlib's per-request stderr line."""
+
+    def _play(self, answer: Answer) -> None:
+        if answer.kind == "slow":
+            if self.server.state.stopping.wait(answer.delay_s):
+                return
+            assert answer.then is not None
+            try:
+                self._play(answer.then)
+            except OSError:
+                return  # the client gave up first
+        elif answer.kind == "disconnect":
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif answer.kind == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        else:
+            cut = answer.kind == "partial"
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.payload)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(answer.payload[: len(answer.payload) // 2] if cut else answer.payload)
+            self.wfile.flush()
+
+    def do_POST(self) -> None:
         """Record the request, then play the script, then the responder."""
         length = int(self.headers.get("Content-Length", "0"))
         data = self.rfile.read(length)
@@ -211,14 +262,13 @@ class _ChatHandler(_Handler):
         with state.lock:
             state.requests.append(recorded)
             scripted = state.script.popleft() if state.script else None
-        responder: Responder = self.server.responder  # type: ignore[attr-defined]
-        answer = scripted if scripted is not None else responder(recorded)
+        answer = scripted if scripted is not None else self.server.responder(recorded)
         self.close_connection = True
         if not self.path.rstrip("/").endswith("/chat/completions"):
             answer = chat_error(404, f"no route {self.path}")
-        self._play(answer, recorded)
+        self._play(answer)
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib handler names it
+    def do_GET(self) -> None:
         """Record a model request, then play the metadata script, then the model object."""
         state = self.server.state
         recorded = RecordedRequest(
@@ -232,7 +282,7 @@ class _ChatHandler(_Handler):
             state.requests.append(recorded)
             answer = state.metadata.popleft() if state.metadata else _model_object(model)
         self.close_connection = True
-        self._play(answer, recorded)
+        self._play(answer)
 
 
 class FakeOpenAI:
@@ -240,9 +290,7 @@ class FakeOpenAI:
 
     def __init__(self, responder: Responder | None = None) -> None:
         """Answer past the script with ``responder`` (default: ``SimulatedChat()``)."""
-        self._server = _Server(("127.0.0.1", 0), _ChatHandler)
-        self._server.state = _State()
-        self._server.responder = responder or SimulatedChat()  # type: ignore[attr-defined]
+        self._server = _Server(responder or SimulatedChat())
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
