@@ -13,6 +13,7 @@ Tools run in the real sandbox.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,11 @@ import msgspec
 import pytest
 from providers_fake_gemini import disconnect_before_response
 from providers_fake_openai import FakeOpenAI, SimulatedChat
+from v2_report_support import CONFIG_PATH
 from v2_support import config, reduced
 
 from harness.errors import ProviderSelectionError
+from harness.lock import build_lock, encode_lock
 from harness.providers import ProviderName, ProviderRequest, ProviderResult
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.openai_chat import OpenAIProvider
@@ -37,11 +40,13 @@ from harness.providers.plugin import (
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
 from harness.sandbox import open_backend
-from harness.store import RunStore, read_store, verify_store
+from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.runner import prepare, run_rows
 from harness.studies.v2.schedule import Row, build_rows, plain_rows
+from harness.studies.v2_replay import render_replay, replay_store
+from harness.studies.v2_report import REPORT_DIR, build_report, write_report
 
 SIMULATED_WRAPPER = "python:harness.examples.planners.simulated:PLANNER"
 MINIMAL = "python:harness.examples.planners.minimal:PLANNER"
@@ -84,9 +89,11 @@ class _Tell:
         return await self.inner.generate(request, audit)
 
 
-def _run(store: Path, rows: Sequence[Row], provider: Provider) -> list[CellResult]:
+def _run(
+    store: Path, rows: Sequence[Row], provider: Provider, *, lock: bytes = b"opaque lock"
+) -> list[CellResult]:
     writer = RunStore.create(
-        store, b"opaque lock", plain_rows(rows), result_type=CellResult, attempt_type=AttemptRecord
+        store, lock, plain_rows(rows), result_type=CellResult, attempt_type=AttemptRecord
     )
     try:
         report = run_rows(
@@ -245,3 +252,24 @@ def test_plugin_resolution_refuses_bad_specs_and_changed_sources(tmp_path: Path)
     path.write_text("raise ImportError('broken')\n")
     with pytest.raises(ProviderSelectionError, match=r"importing .* failed: ImportError: broken"):
         load_plugin(resolve_plugin(f"python:{path}:PLANNER"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
+def test_v2_openai_and_plugin_stores_replay_offline(tmp_path: Path) -> None:
+    rows = reduced(4)
+    lock = encode_lock(build_lock())
+    plugin = resolve_plugin(SIMULATED_WRAPPER)
+    router = PlannerRouter(PluginPlanner(plugin, load_plugin(plugin)), SimulatedProvider())
+    with FakeOpenAI() as fake:
+        openai = OpenAIProvider(None, model="fake-model-1", base_url=fake.base_url)
+        try:
+            for name, provider in (("openai", openai), ("plugin", router)):
+                store = tmp_path / name
+                _run(store, rows, provider, lock=lock)
+                finalize_store(store)
+                write_report(build_report(store, CONFIG_PATH), store / REPORT_DIR)
+                report = replay_store(store, CONFIG_PATH)
+                assert report.ok, render_replay(report)
+                assert report.cells_identical == 4
+        finally:
+            openai.close()
