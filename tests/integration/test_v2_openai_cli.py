@@ -186,6 +186,9 @@ def test_v2_plugin_run_binds_its_digest_and_resume_refuses_a_changed_plugin(
         f"provider: openai, model {MODEL} at {fake.base_url}; planner plug-in {spec} "
         f"({bound['planner']['digest']})"
     )
+    listed = _invoke("stores", str(tmp_path), "--json")
+    assert listed.exit_code == 0, listed.output
+    assert f"openai + planner {spec}" in listed.stdout
     report = _invoke("v2", "report", str(store))
     assert report.exit_code == 0, report.output
     text = (store / "report" / "report.md").read_text()
