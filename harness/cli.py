@@ -318,7 +318,10 @@ def examples_cmd() -> None:
     """List the bundled worked examples, their paths and the command that verifies each."""
     from harness.resources import examples_dir
 
-    for folder in sorted(p for p in examples_dir().iterdir() if p.is_dir() and p.name[0] != "_"):
+    folders = sorted(p for p in examples_dir().iterdir() if p.is_dir() and p.name[0] != "_")
+    for folder in folders:
+        if not (folder / "certificate.json").is_file():
+            continue  # not a verifier example (the planner plug-ins are listed below)
         click.echo(f"{folder.name}  {folder}")
         inputs = " ".join(
             f"--{name} {folder / (name + '.json')}"
@@ -326,6 +329,10 @@ def examples_cmd() -> None:
             if (folder / f"{name}.json").is_file()
         )
         click.echo(f"  harness verify {inputs}")
+    planners = examples_dir() / "planners"
+    if planners.is_dir():
+        click.echo(f"planners  {planners}")
+        click.echo("  harness v2 run --planner python:harness.examples.planners.minimal:PLANNER")
 
 
 _PLUGIN_SCHEMAS: Final = ("planner-action", "planner-request")
