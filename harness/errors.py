@@ -297,7 +297,7 @@ class ManifestMismatchError(BenchmarkError):
     exit_code = 3
 
 
-# Evidence family (harness/lock.py, audit.py, studies/v2_report.py, replay.py, export.py).
+# Evidence family (harness/lock.py, audit.py, studies/v2/report.py, replay.py, export.py).
 
 
 class StudyLockError(HarnessError):

@@ -173,7 +173,7 @@ def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -
     sources = {
         module: (False, text),
         "harness.log": (False, ""),
-        "harness.studies.v2_report": (False, ""),
+        "harness.studies.v2.report": (False, ""),
     }
     found = violations(sources)
     assert len(found) == 1, found
@@ -203,7 +203,7 @@ def test_an_import_by_name_is_reported(text: str, line: int) -> None:
         ("harness._evidence_cli", "from preflight._cli import preflight_cmd\n"),
         ("harness.studies.v2._cli", "from preflight import run_preflight\n"),
         ("preflight._cli", "from harness.studies.v2.schedule import canonical_schedule\n"),
-        ("harness.studies.v2_replay", "from harness.studies.v2.loop import run_cell\n"),
+        ("harness.studies.v2.replay", "from harness.studies.v2.loop import run_cell\n"),
         ("harness.audit", "from harness.preflight_report import decode_report\n"),
         ("preflight._checks", "from harness.store import lock_digest\nimport msgspec\n"),
     ],

@@ -49,10 +49,7 @@ from harness.sandbox import Outcome, ToolCallResult
 from harness.store import CellRecord, read_blob
 from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2.runner import StudyInputs, prepare
-from harness.studies.v2.schedule import Row
-from harness.studies.v2.study import provider_line
-from harness.studies.v2_report import (
+from harness.studies.v2.report import (
     REPORT_DIR,
     REPORT_MANIFEST,
     bound_config,
@@ -60,6 +57,9 @@ from harness.studies.v2_report import (
     decode_manifest,
     load_results,
 )
+from harness.studies.v2.runner import StudyInputs, prepare
+from harness.studies.v2.schedule import Row
+from harness.studies.v2.study import provider_line
 from harness.tools.catalog import call_tool
 
 __all__ = ["ReplayDivergenceError", "ReplayReport", "offline", "render_replay", "replay_store"]
