@@ -37,7 +37,7 @@ _SCHEMAS: Final[dict[str, Any]] = {
 
 
 def _static_group() -> click.Group:
-    from harness.studies._static_cli import add_static_commands
+    from harness.studies.static._cli import add_static_commands
     from harness.worlds._cli import static_group
 
     root = click.Group()

@@ -26,21 +26,21 @@ import trio
 
 from harness.providers import default_generation_config, memory_audit, select_provider
 from harness.providers.simulated import SimulatedProvider
-from harness.studies._static_figure import render_figure
-from harness.studies.static import (
-    DecisionRecord,
-    decide_all,
-    run_static,
-    study_policies,
-    study_snapshots,
-)
-from harness.studies.static_report import (
+from harness.studies.static.figure import render_figure
+from harness.studies.static.report import (
     analyse,
     load_run,
     render_endpoints,
     render_table2,
     render_table3,
     write_report,
+)
+from harness.studies.static.run import (
+    DecisionRecord,
+    decide_all,
+    run_static,
+    study_policies,
+    study_snapshots,
 )
 from harness.worlds.benchmark import build_benchmark
 from harness.worlds.manifest import check_manifest
@@ -52,8 +52,8 @@ COLD = """
 import sys
 from pathlib import Path
 from harness.providers import select_provider
-from harness.studies.static import run_static
-from harness.studies.static_report import write_report
+from harness.studies.static.run import run_static
+from harness.studies.static.report import write_report
 out = Path(sys.argv[1])
 selection = select_provider("simulated", credential_file=None, credential_env=None, base_url=None)
 info = run_static(out, split="heldout", selection=selection)

@@ -21,20 +21,20 @@ import pytest
 
 from harness.errors import RunRecordsError
 from harness.providers import select_provider
-from harness.studies._static_files import file_digest
-from harness.studies.static import (
-    ABLATION_POLICIES,
-    MAIN_POLICIES,
-    RunInfo,
-    run_static,
-)
-from harness.studies.static_report import (
+from harness.studies.static.records import file_digest
+from harness.studies.static.report import (
     REPORT_FILES,
     StaticResults,
     analyse,
     load_run,
     render_table2,
     write_report,
+)
+from harness.studies.static.run import (
+    ABLATION_POLICIES,
+    MAIN_POLICIES,
+    RunInfo,
+    run_static,
 )
 from harness.worlds.benchmark import benchmark
 from harness.worlds.manifest import manifest_of

@@ -165,7 +165,7 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
         ("harness.studies.v2.study", "import preflight\n", "preflight"),
         ("preflight._checks", "from harness.studies.v2 import schedule\n", "harness.studies"),
         ("harness.store.core", "from harness.store._cli import store_group\n", "_cli"),
-        ("harness.studies.static", "from ._static_cli import add\n", "_static_cli"),
+        ("harness.studies.static.run", "from ._static_cli import add\n", "_static_cli"),
         ("harness.tools.catalog", "from ..studies import v2_report\n", "harness.studies"),
     ],
 )

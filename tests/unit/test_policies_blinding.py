@@ -27,7 +27,7 @@ from harness.providers import (
     default_generation_config,
     memory_audit,
 )
-from harness.studies.static import DecisionRecord, decide_all, study_policies
+from harness.studies.static.run import DecisionRecord, decide_all, study_policies
 from harness.worlds import Snapshot, SnapshotView
 from harness.worlds.benchmark import benchmark
 

@@ -55,7 +55,7 @@ from harness.providers.config import (
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import ProviderSelection, open_provider
-from harness.studies._static_files import RunWriter, check_out_dir
+from harness.studies.static.records import RunWriter, check_out_dir
 from harness.worlds.benchmark import Benchmark, benchmark
 from harness.worlds.manifest import check_manifest
 from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot

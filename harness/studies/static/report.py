@@ -53,14 +53,14 @@ from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
-from harness.studies._static_files import (
+from harness.studies.static.records import (
     ATTEMPTS_FILE,
     DECISIONS_FILE,
     RUN_FILE,
     JournalLine,
     file_digest,
 )
-from harness.studies.static import (
+from harness.studies.static.run import (
     ABLATION_POLICIES,
     ABLATION_TARGETS,
     MAIN_POLICIES,
@@ -1121,7 +1121,7 @@ def write_report(run_dir: Path) -> StaticResults:
         RunRecordsError: when the run directory is not a complete, untouched static run, or a
             report file cannot be written.
     """
-    from harness.studies._static_figure import render_figure  # matplotlib only when writing
+    from harness.studies.static.figure import render_figure  # matplotlib only when writing
 
     results = analyse(load_run(run_dir))
     texts: dict[str, bytes] = {}

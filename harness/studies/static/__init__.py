@@ -1,0 +1,6 @@
+"""The static snapshot study: every policy decides every benchmark snapshot once.
+
+Modules: ``run`` (the run: policies over the snapshot grid), ``records`` (the run folder: decision
+records, attempt journal, blobs, run.json), ``report`` (load, analyse, render, write), ``figure``
+(the interval figure) and ``_cli`` (``harness static ...``).
+"""
