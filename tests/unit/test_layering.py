@@ -177,7 +177,7 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
         ("harness.tools.catalog", "from ..studies import v2_report\n", "harness.studies"),
         ("harness.policies.ect_policy", "from harness.worlds import Snapshot\n", "policies never"),
         ("harness.policies.heuristic", "import harness.faults\n", "policies never"),
-        ("harness.policies", "from .view import SnapshotView\nfrom ..faults import F1\n", "faults"),
+        ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "faults"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -> None:
