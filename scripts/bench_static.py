@@ -24,6 +24,8 @@ from pathlib import Path
 
 import trio
 
+from harness.benchmark.build import build_benchmark
+from harness.benchmark.manifest import check_manifest
 from harness.providers import default_generation_config, memory_audit, select_provider
 from harness.providers.simulated import SimulatedProvider
 from harness.studies.static.figure import render_figure
@@ -42,8 +44,6 @@ from harness.studies.static.run import (
     study_policies,
     study_snapshots,
 )
-from harness.worlds.benchmark import build_benchmark
-from harness.worlds.manifest import check_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 5.0

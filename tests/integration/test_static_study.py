@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from harness.benchmark.build import benchmark
+from harness.benchmark.manifest import manifest_of
 from harness.errors import RunRecordsError
 from harness.providers import select_provider
 from harness.studies.static.records import file_digest
@@ -36,8 +38,6 @@ from harness.studies.static.run import (
     RunInfo,
     run_static,
 )
-from harness.worlds.benchmark import benchmark
-from harness.worlds.manifest import manifest_of
 
 PAPER_DETERMINISTIC_ROWS = {
     # policy: (U/288, C/36, S/288, F1) - the paper's Table 2.

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 import trio
 
+from harness.benchmark.build import benchmark
 from harness.canonical import canonical_bytes
 from harness.errors import FastPathInvariantError
 from harness.faults import STATIC_FAULTS
@@ -29,7 +30,6 @@ from harness.providers import (
 )
 from harness.studies.static.run import DecisionRecord, decide_all, study_policies
 from harness.worlds import Snapshot, SnapshotView
-from harness.worlds.benchmark import benchmark
 
 CONFIG = default_generation_config()
 
