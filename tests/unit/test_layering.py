@@ -11,8 +11,10 @@ The rules (DESIGN section 2):
 5. ``harness.policies`` never imports ``harness.worlds``, ``harness.faults`` or a study: the
    policies decide on their own input view (``harness.policies.view``), which an agent loop
    outside the benchmark can build.
-6. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
-   import is invisible to rules 1-5.
+6. ``harness.worlds`` never imports ``harness.faults``: fault operators derive snapshots from
+   the worlds, and the benchmark that applies them sits above both.
+7. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
+   import is invisible to rules 1-6.
 
 The command-line layer is ``harness.cli``, ``harness.__main__`` and every private command module
 (a module whose name ends in ``_cli``, e.g. ``harness.store._cli`` or ``preflight._cli``).
@@ -102,6 +104,8 @@ def _rule(importer: str, target: str) -> str | None:
         _within(target, below) for below in _POLICIES_NEVER_IMPORT
     ):
         return "policies never import worlds, faults or studies"
+    if _within(importer, "harness.worlds") and _within(target, "harness.faults"):
+        return "worlds never import faults (the benchmark above both applies them)"
     return None
 
 
@@ -178,6 +182,7 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
         ("harness.policies.ect_policy", "from harness.worlds import Snapshot\n", "policies never"),
         ("harness.policies.heuristic", "import harness.faults\n", "policies never"),
         ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "faults"),
+        ("harness.worlds.snapshots", "from harness.faults import apply_fault\n", "worlds never"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -> None:
@@ -218,6 +223,7 @@ def test_an_import_by_name_is_reported(text: str, line: int) -> None:
         ("harness.audit", "from harness.preflight_report import decode_report\n"),
         ("preflight._checks", "from harness.store import lock_digest\nimport msgspec\n"),
         ("harness.policies.ect_policy", "from harness.policies.view import SnapshotView\n"),
+        ("harness.faults", "from harness.worlds.snapshots import Snapshot\n"),
     ],
 )
 def test_an_allowed_import_is_not_reported(module: str, text: str) -> None:
