@@ -53,6 +53,7 @@ from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
+from harness.safeio import write_atomic
 from harness.studies.static.records import (
     ATTEMPTS_FILE,
     DECISIONS_FILE,
@@ -1143,9 +1144,7 @@ def write_report(run_dir: Path) -> StaticResults:
     texts["report.html"] = render_html(results, texts.get("ucr.png"))
     for name, data in texts.items():
         try:
-            tmp = run_dir / (name + ".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(run_dir / name)
+            write_atomic(run_dir / name, data)
         except OSError as e:
             raise RunRecordsError(f"cannot write {name} in {str(run_dir)!r}: {e.strerror}") from e
     return results

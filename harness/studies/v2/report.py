@@ -37,6 +37,7 @@ from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
+from harness.safeio import write_atomic
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
@@ -821,9 +822,7 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
                 (out / name).unlink(missing_ok=True)  # never a figure of older results
         for name, data in bundle.files.items():
             path = out / name
-            tmp = out / f".{name}.tmp"
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            write_atomic(path, data)
             written.append(path)
     except OSError as e:
         raise StudyReportError(f"cannot write the report into {out}: {e.strerror}") from e
