@@ -28,10 +28,9 @@ from harness.benchmark.build import build_benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.providers import default_generation_config, memory_audit, select_provider
 from harness.providers.simulated import SimulatedProvider
+from harness.studies.static.analysis import analyse, load_run
 from harness.studies.static.figure import render_figure
 from harness.studies.static.report import (
-    analyse,
-    load_run,
     render_endpoints,
     render_table2,
     render_table3,

@@ -23,12 +23,10 @@ from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import manifest_of
 from harness.errors import RunRecordsError
 from harness.providers import select_provider
+from harness.studies.static.analysis import StaticResults, analyse, load_run
 from harness.studies.static.records import file_digest
 from harness.studies.static.report import (
     REPORT_FILES,
-    StaticResults,
-    analyse,
-    load_run,
     render_table2,
     write_report,
 )
