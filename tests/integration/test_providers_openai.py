@@ -42,7 +42,7 @@ from harness.providers.selection import (
     provider_identity,
     select_provider,
 )
-from harness.studies.static import run_static
+from harness.studies.static.run import run_static
 
 KEY = "sk-FAKE-test-key-0123456789abcdefghij"
 MODEL = "fake-model-1"

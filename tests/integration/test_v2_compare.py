@@ -20,8 +20,8 @@ from harness.cli import main
 from harness.errors import StudyReportError
 from harness.lock import build_lock, encode_lock
 from harness.store import RunStore, finalize_store
+from harness.studies.v2.compare import compare_stores
 from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2_compare import compare_stores
 
 OPENAI = {
     "provider": "openai",

@@ -43,10 +43,10 @@ from harness.sandbox import open_backend
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.replay import render_replay, replay_store
+from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 from harness.studies.v2.runner import prepare, run_rows
 from harness.studies.v2.schedule import Row, build_rows, plain_rows
-from harness.studies.v2_replay import render_replay, replay_store
-from harness.studies.v2_report import REPORT_DIR, build_report, write_report
 
 SIMULATED_WRAPPER = "python:harness.examples.planners.simulated:PLANNER"
 MINIMAL = "python:harness.examples.planners.minimal:PLANNER"

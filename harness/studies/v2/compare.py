@@ -24,10 +24,10 @@ import msgspec
 from harness.analysis import cluster_bootstrap_difference
 from harness.errors import StudyReportError
 from harness.store import StoreView
+from harness.studies.v2.analysis import PIPELINE_LABELS, ArmRow, analyze
 from harness.studies.v2.config import AnalysisParams
 from harness.studies.v2.outcomes import POLICIES, CellResult, PolicyArm
-from harness.studies.v2_analysis import PIPELINE_LABELS, ArmRow, analyze
-from harness.studies.v2_report import bound_config, load_results, store_provider
+from harness.studies.v2.report import bound_config, load_results, store_provider
 
 __all__ = ["Comparison", "PairedRate", "StoreSide", "compare_stores", "render_comparison"]
 

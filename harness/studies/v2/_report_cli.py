@@ -15,7 +15,7 @@ from harness.canonical import is_digest
 from harness.errors import AnchorMismatchError, InputError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2_report import REPORT_DIR, build_report, write_report
+from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 
 __all__ = ["v2_compare_cmd", "v2_report_cmd"]
 
@@ -79,7 +79,7 @@ def v2_report_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def v2_compare_cmd(store_a: Path, store_b: Path, config_path: Path | None, as_json: bool) -> None:
     """Two runs side by side: both Table 4s and paired deltas A - B by task cluster."""
-    from harness.studies.v2_compare import compare_stores, render_comparison
+    from harness.studies.v2.compare import compare_stores, render_comparison
 
     config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     comparison = compare_stores(store_a, store_b, config)
