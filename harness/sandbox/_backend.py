@@ -115,6 +115,10 @@ class ChildBackend(ABC):
         self.worker_path = self.tool_code / "tools" / "worker.py"
         self.limits = limits
 
+    def zygote_pid(self) -> int | None:
+        """The pid of the process that forks every call's child, or None when each is spawned."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - a spawning backend holds nothing between calls
         """Release what the backend holds between calls (nothing, for a spawning backend)."""
 

@@ -60,6 +60,8 @@ __all__ = [
     "landlock_abi",
     "missing_scopes",
     "patch_pid",
+    "prepare",
+    "prepare_seccomp",
 ]
 
 # Linux UAPI constants (include/uapi/linux/{sched,mount,prctl,capability,landlock}.h).
@@ -175,7 +177,13 @@ class _ArgCmp(ctypes.Structure):
     )
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
+    """The C library with the signatures used here (loaded once per process image)."""
+    if _LIBC:
+        return _LIBC[0]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
@@ -186,6 +194,7 @@ def _libc() -> ctypes.CDLL:
         ctypes.c_ulong,
         ctypes.c_ulong,
     )
+    _LIBC.append(libc)
     return libc
 
 
@@ -470,8 +479,34 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
+# The decoded program and the offsets of its pid stand-ins, by the hex the parent sent: a
+# zygote works this out once, before it forks, and every child only patches the offsets.
+_PROGRAMS: dict[tuple[str, int], tuple[bytes, tuple[int, ...]]] = {}
+
+
+def prepare_seccomp(spec: dict[str, Any]) -> tuple[bytes, tuple[int, ...]]:
+    """Decode the program and find the instructions holding the pid stand-in (cached)."""
+    key = (spec["bpf"], int(spec["pid_sentinel"]))
+    cached = _PROGRAMS.get(key)
+    if cached is None:
+        program = bytes.fromhex(key[0])
+        offsets = tuple(
+            offset
+            for offset in range(0, len(program), _BPF_INSN_SIZE)
+            if _BPF_INSN.unpack_from(program, offset)[3] == key[1]
+        )
+        cached = _PROGRAMS[key] = (program, offsets)
+    return cached
+
+
 def _seccomp(libc: ctypes.CDLL, spec: dict[str, Any]) -> None:
-    program = patch_pid(bytes.fromhex(spec["bpf"]), int(spec["pid_sentinel"]), os.getpid())
+    template, offsets = prepare_seccomp(spec)
+    patched = bytearray(template)
+    pid = os.getpid()
+    for offset in offsets:
+        code, jt, jf, _ = _BPF_INSN.unpack_from(patched, offset)
+        _BPF_INSN.pack_into(patched, offset, code, jt, jf, pid)
+    program = bytes(patched)
     buffer = ctypes.create_string_buffer(program, len(program))
     prog = _SockFprog(len=len(program) // _BPF_INSN_SIZE, filter=ctypes.addressof(buffer))
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
@@ -585,6 +620,15 @@ def _check_rlimits(applied: list[tuple[int, tuple[int, int]]]) -> None:
     for which, limits in applied:
         if resource.getrlimit(which) != limits:
             raise ConfineError(f"self-check: resource limit {which} is not {limits}")
+
+
+def prepare(policy: dict[str, Any]) -> None:
+    """Do once, in a zygote before it forks, what every child's :func:`apply` would redo."""
+    _libc()
+    if policy["seccomp"] is not None:
+        prepare_seccomp(policy["seccomp"])
+    import resource  # noqa: F401 - imported here once, used by every child's limits
+    import signal  # noqa: F401 - used by the pid namespace's relay
 
 
 def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any]:

@@ -109,6 +109,10 @@ class LinuxBackend(ChildBackend):
         """``zygote`` while calls are forked by the zygote, else ``spawn``."""
         return "zygote" if self._zygote is not None else "spawn"
 
+    def zygote_pid(self) -> int | None:
+        """The zygote's pid while calls are forked by it."""
+        return None if self._zygote is None else self._zygote.pid
+
     def start_zygote(self) -> None:
         """Start this tier's zygote; from now on every call's child is forked by it.
 

@@ -138,17 +138,15 @@ def main(argv: list[str]) -> int:
     root = _root()
     sys.path.insert(0, root)
     import ctypes
-    import resource  # noqa: F401 - imported once here, used by every child's limits
 
     from harness.tools import catalog, worker  # noqa: F401 - every child needs them
 
-    worker.load_confine(root)
+    worker.load_confine(root).prepare(worker.parse_policy(policy_json))
     libc = ctypes.CDLL(None, use_errno=True)
     # Not dumpable: no process of the same user can ptrace it or read its /proc files.
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         _send(control, {"error": "PR_SET_DUMPABLE failed"})
         return 1
-    json.loads(policy_json)  # a malformed policy fails here, once, not in every child
     zygote = os.getpid()
     calls: dict[int, _Call] = {}
     sel = selectors.DefaultSelector()

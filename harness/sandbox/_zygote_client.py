@@ -164,6 +164,14 @@ class Zygote:
         if run_fd is not None:
             theirs.append(run_fd)
         header = json.dumps({"env": dict(env), "cwd": cwd, "run_name": run_name}).encode()
+        # Each descriptor is closed exactly once: other threads reuse the numbers at once.
+        stdin_open = [True]
+
+        def close_stdin() -> None:
+            if stdin_open[0]:
+                stdin_open[0] = False
+                os.close(in_w)
+
         try:
             try:
                 with self._lock:
@@ -187,11 +195,12 @@ class Zygote:
                     max_stderr=max_stderr,
                     on_exit=on_exit,
                     on_start=on_start,
+                    close_stdin=close_stdin,
                 )
         finally:
-            for fd in (in_w, out_r, err_r):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            close_stdin()
+            os.close(out_r)
+            os.close(err_r)
 
     def _converse(
         self,
@@ -207,17 +216,13 @@ class Zygote:
         max_stderr: int,
         on_exit: Callable[[int], None] | None,
         on_start: Callable[[int], None] | None,
+        close_stdin: Callable[[], None],
     ) -> RunResult:
         pid = _recv_json(ctl, _REPLY_TIMEOUT_S, "fork").get("pid")
         if not isinstance(pid, int):
             raise ZygoteDiedError("the sandbox zygote did not fork the call's child")
         if on_start is not None:
             on_start(pid)
-
-        def close_stdin() -> None:
-            with contextlib.suppress(OSError):
-                os.close(in_w)
-
         out, err, timed_out, overflow = pump(
             in_w,
             out_r,

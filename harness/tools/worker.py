@@ -42,6 +42,7 @@ __all__ = [
     "entry",
     "load_confine",
     "main",
+    "parse_policy",
 ]
 
 MAX_REQUEST_BYTES: Final = 32 * 1024 * 1024
@@ -92,11 +93,22 @@ def load_confine(root: str) -> Any:
     return module
 
 
+_POLICIES: dict[str, Any] = {}
+
+
+def parse_policy(policy_json: str) -> Any:
+    """The tier the parent passed, decoded once per process image (a zygote decodes it first)."""
+    policy = _POLICIES.get(policy_json)
+    if policy is None:
+        policy = _POLICIES[policy_json] = json.loads(policy_json)
+    return policy
+
+
 def _confine(root: str, policy_json: str, parent: int | None) -> None:
     from importlib.machinery import PathFinder
 
     module = load_confine(root)
-    policy = json.loads(policy_json)
+    policy = parse_policy(policy_json)
     # Landlock allows reading the tool code but not listing the project root, which the import
     # system lists once to find ``harness``: fill that cache now (this runs no project code).
     PathFinder.find_spec("harness", [root])
