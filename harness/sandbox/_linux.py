@@ -164,10 +164,12 @@ class LinuxBackend(ChildBackend):
                 )
             except ZygoteDiedError as e:
                 if self.loaded.policy.zygote_fallback != "spawn":
-                    raise ZygoteDiedError(
+                    stopped = ZygoteDiedError(
                         f"{e}; the policy allows no fallback, so no tool call runs "
                         "(`harness v2 resume` continues a stopped run)"
-                    ) from e
+                    )
+                    stopped.partial = e.partial
+                    raise stopped from e
                 _log.warning("sandbox.zygote_fallback", reason=str(e), fallback="spawn")
                 self._zygote = None
                 zygote.close()

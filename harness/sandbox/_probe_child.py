@@ -298,10 +298,9 @@ def main() -> None:
     attempts["earlier_call_state"] = _attempt_report(_earlier_state)
     seen["earlier_call_state"] = attempts["earlier_call_state"]
     attempts["signal_sibling"] = _attempt_report(lambda: _attack(job["sibling_pid"]))
-    if job["zygote_pid"] is not None:
-        attempts["signal_zygote"] = _attempt_report(lambda: _attack(job["zygote_pid"]))
-    else:
-        attempts["signal_zygote"] = "no zygote"
+    # The zygote is attacked last, after the report is out: if the attack worked, this child
+    # dies with its zygote, and everything else must already have been judged.
+    attempts["signal_zygote"] = "attempted after this report" if job["zygote_pid"] else "none"
     attempts["tcp_loopback"] = _attempt(lambda: _tcp(job["tcp_port"]))
     attempts["udp_loopback"] = _attempt(lambda: _udp(job["udp_port"], job["nonce"].encode("ascii")))
     attempts["unix_socket_path"] = _attempt(lambda: _unix(job["unix_path"]))
@@ -356,6 +355,9 @@ def main() -> None:
     attempts["zygote_state"] = "judged by the parent alone"
     sys.stdout.write(json.dumps({"done": True, "attempts": attempts, "seen": seen}))
     sys.stdout.flush()
+    if job["zygote_pid"] is not None:
+        sys.stderr.write(f"signal_zygote: {_attempt_report(lambda: _attack(job['zygote_pid']))}\n")
+        sys.stderr.flush()
 
 
 if __name__ == "__main__":

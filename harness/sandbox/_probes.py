@@ -53,7 +53,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness.errors import SandboxProbeError
+from harness.errors import SandboxProbeError, SandboxZygoteError
 from harness.log import get_logger
 from harness.sandbox._backend import ChildBackend
 from harness.sandbox._open import self_test
@@ -781,15 +781,22 @@ def _probe(
             watch.watched["sibling"] = t.sibling_pid
             if t.zygote_pid is not None:
                 watch.watched["zygote"] = t.zygote_pid
-            run: RunResult = backend.exec_file(
-                _PROBE_CHILD,
-                stdin=t.job(),
-                timeout_s=timeout_s,
-                cwd=t.cwd,
-                env_source=env_source,
-                on_exit=lambda pid: left_behind.extend(_session_members(pid)),
-                on_start=watch.start,
-            )
+            try:
+                run: RunResult = backend.exec_file(
+                    _PROBE_CHILD,
+                    stdin=t.job(),
+                    timeout_s=timeout_s,
+                    cwd=t.cwd,
+                    env_source=env_source,
+                    on_exit=lambda pid: left_behind.extend(_session_members(pid)),
+                    on_start=watch.start,
+                )
+            except SandboxZygoteError as e:
+                # The child killed its zygote (and so itself): judge what it wrote before.
+                partial = getattr(e, "partial", None)
+                if partial is None:
+                    raise
+                run = partial
         time.sleep(0.05)  # a signal already pending runs its handler by now
     finally:
         if main_thread:
@@ -1018,15 +1025,19 @@ def _probe(
         sibling_run.exit_status == 0 and sibling_run.stdout == _SIBLING_DONE
     )
     sibling_traced = watch.traced.get("sibling")
+    sibling_killed = sibling_run is not None and sibling_run.exit_status < 0
     judge(
         "signal_sibling",
         f"pid {t.sibling_pid} (a concurrent call), SIGKILL and ptrace",
-        None
-        if sibling_ok and sibling_traced is None
-        else f"the sibling call did not finish cleanly ({_sibling_summary(sibling_run)})"
-        if not sibling_ok
-        else f"the sibling was traced by pid {sibling_traced}",
+        f"the sibling was killed ({_sibling_summary(sibling_run)})"
+        if sibling_killed
+        else f"the sibling was traced by pid {sibling_traced}"
+        if sibling_traced is not None
+        else None,
         "the sibling call finished normally and was never traced",
+        inconclusive=None
+        if sibling_ok
+        else f"the sibling call did not run as planned ({_sibling_summary(sibling_run)})",
     )
     zygote_traced = watch.traced.get("zygote")
     judge(

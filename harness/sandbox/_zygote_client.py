@@ -40,7 +40,13 @@ _REPLY_TIMEOUT_S: Final = 30.0
 
 
 class ZygoteDiedError(SandboxZygoteError):
-    """The zygote is gone (or never became ready): no call can run through it."""
+    """The zygote is gone (or never became ready): no call can run through it.
+
+    ``partial`` holds what the call's child wrote before the zygote (and so the child) died,
+    for the probes to judge; a tool call never uses it.
+    """
+
+    partial: RunResult | None = None
 
 
 def _recv_json(sock: socket.socket, timeout_s: float, what: str) -> dict[str, Any]:
@@ -118,7 +124,9 @@ class Zygote:
             hello = _recv_json(ours, _READY_TIMEOUT_S, "start")
         except (ZygoteDiedError, ValueError) as e:
             self.close()
-            raise ZygoteDiedError(f"the sandbox zygote did not start: {e}") from e
+            status = self._proc.returncode
+            why = f"it exited with status {status}" if status is not None else str(e)
+            raise ZygoteDiedError(f"the sandbox zygote did not start: {why}") from e
         if hello.get("ready") is not True or hello.get("pid") != self._proc.pid:
             self.close()
             raise ZygoteDiedError(f"the sandbox zygote did not start: {hello.get('error', hello)}")
@@ -237,6 +245,31 @@ class Zygote:
         close_stdin()
         if timed_out or overflow:
             self._kill(ctl)
+        try:
+            return self._finish(ctl, pid, out, err, timed_out, overflow, start, deadline, on_exit)
+        except ZygoteDiedError as e:
+            e.partial = RunResult(
+                exit_status=-9,
+                stdout=bytes(out[: max_stdout + 1]),
+                stderr=bytes(err),
+                timed_out=timed_out,
+                stdout_overflow=overflow,
+                elapsed_s=time.perf_counter() - start,
+            )
+            raise
+
+    def _finish(
+        self,
+        ctl: socket.socket,
+        pid: int,
+        out: bytearray,
+        err: bytearray,
+        timed_out: bool,
+        overflow: bool,
+        start: float,
+        deadline: float,
+        on_exit: Callable[[int], None] | None,
+    ) -> RunResult:
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
             ended = _recv_json(ctl, max(remaining, 0.001), "exit")
@@ -257,7 +290,7 @@ class Zygote:
         reaped = _recv_json(ctl, _REPLY_TIMEOUT_S, "reap")
         return RunResult(
             exit_status=int(reaped["status"]),
-            stdout=bytes(out[: max_stdout + 1]),
+            stdout=bytes(out),
             stderr=bytes(err),
             timed_out=timed_out,
             stdout_overflow=overflow,
