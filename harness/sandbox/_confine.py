@@ -546,7 +546,7 @@ def _tie_to_parent(libc: ctypes.CDLL, parent: int) -> None:
         os._exit(_EXIT_ORPHANED)
 
 
-def _pid_namespace_init(libc: ctypes.CDLL) -> None:
+def _pid_namespace_init(libc: ctypes.CDLL, report_fd: int | None = None) -> None:
     """Fork into the new pid namespace: the copy (pid 1) returns, the original relays its end.
 
     The original never returns: it waits for the copy and ends the same way (exit status or
@@ -571,7 +571,15 @@ def _pid_namespace_init(libc: ctypes.CDLL) -> None:
     os.close(alive_r)
     os.close(0)
     os.close(1)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
+    if report_fd is not None:
+        # How the call ended, said before this process's own exit tears the namespaces down.
+        code = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        import contextlib  # only a zygote's children report, and their zygote imported it
+
+        with contextlib.suppress(OSError):  # nobody listens: the exit itself tells
+            os.write(report_fd, f"{code} {cpu!r} {usage.ru_maxrss}".encode("ascii"))
     if os.WIFSIGNALED(status):
         import resource
         import signal
@@ -631,7 +639,9 @@ def prepare(policy: dict[str, Any]) -> None:
     import signal  # noqa: F401 - used by the pid namespace's relay
 
 
-def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any]:
+def apply(
+    policy: dict[str, Any], *, parent: int | None = None, report_fd: int | None = None
+) -> dict[str, Any]:
     """Confine the calling process as ``policy`` (one resolved tier) says.
 
     Args:
@@ -641,6 +651,8 @@ def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any
             ``denies_socket``).
         parent: the pid of the process that started this one: the child dies with it (and
             exits at once when its parent is already another process).
+        report_fd: with a pid namespace, where the waiting original writes how the call's
+            pid 1 ended (``"<exit code> <cpu seconds> <max rss KiB>"``) before it exits itself.
 
     Returns:
         What was applied: the tier name and the Landlock ABI in force (0 when not used).
@@ -664,7 +676,7 @@ def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any
                 raise ConfineError(f"giving up the real uid 0 failed: {e}") from e
         _unshare(libc, namespaces)
         if "pid" in namespaces:
-            _pid_namespace_init(libc)
+            _pid_namespace_init(libc, report_fd)
     if policy["readonly_root"]:
         _readonly_root(libc)
     if policy["not_dumpable"] and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

@@ -597,19 +597,6 @@ def _sibling_summary(run: RunResult | None) -> str:
     return f"exit status {run.exit_status}, stdout {run.stdout[:60]!r}"
 
 
-def _children(pid: int) -> list[int]:
-    """The children of ``pid`` (all its threads), from /proc."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        with contextlib.suppress(OSError, ValueError):
-            found += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-    return found
-
-
 def _alive(pid: int) -> bool:
     state = _status_fields(pid).get("State", "")
     return bool(state) and not state.startswith(("Z", "X"))
@@ -813,8 +800,6 @@ def _probe(
     time.sleep(0.05)  # anything the child left to outlive it has had time to show itself
     leader = watch.leader
     outlived = [] if leader is None else _session_members(leader, include_zombies=False)
-    if t.zygote_pid is not None:
-        outlived += [f"{pid}:child of the zygote" for pid in _children(t.zygote_pid)]
     zygote_alive = t.zygote_pid is None or _alive(t.zygote_pid)
     zygote_state = _zygote_state(t.zygote_pid, child_env(os.environ))
     decoy_status = t.decoy.poll()
@@ -1056,7 +1041,8 @@ def _probe(
         "outlive_reply",
         "clone(CLONE_PARENT) and fork, then reply",
         f"alive after the reply: {', '.join(outlived)}" if outlived else None,
-        "no process of the call (or new child of the zygote) was left after its reply",
+        "no process of the call's session (a clone(CLONE_PARENT) sibling stays in it) was "
+        "left after its reply",
     )
     judge(
         "zygote_state",

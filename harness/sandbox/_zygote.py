@@ -57,32 +57,58 @@ def _send(sock: socket.socket, obj: dict[str, Any]) -> None:
         sock.send(json.dumps(obj, separators=(",", ":")).encode())
 
 
-def _child(
-    header: dict[str, Any], fds: list[int], worker: Any, policy_json: str, zygote: int
-) -> None:
-    """The forked child: its descriptors in place, all else closed, then the worker; no return."""
+def _waiting_child(sock_fd: int, worker: Any, policy_json: str, zygote: int) -> None:
+    """A fresh child: confine itself, wait for its one call, run it, exit. Never returns."""
     status = _EXIT_CHILD_SETUP
     try:
-        # fds: per-call socket, stdin, stdout, stderr[, the file to run]
-        for target, fd in enumerate(fds[1:4]):
+        # Nothing of the zygote's but /dev/null on 0-2 and this call's socket on 3.
+        os.dup2(sock_fd, 3)
+        os.closerange(4, 1 << 20)
+        os.setsid()
+        why = worker.confine(_root(), policy_json, zygote, report_fd=3)
+        sock = socket.socket(fileno=3)
+        message, fds, _, _ = socket.recv_fds(sock, _MAX_HEADER, _MAX_FDS)
+        if not message or len(fds) not in (3, 4):
+            os._exit(status)  # the zygote is gone, or let this child go unused
+        header = json.loads(message)
+        # fds: stdin, stdout, stderr[, the file to run]
+        for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
-        argv = ["--parent", str(zygote), "--confine", policy_json]
-        if len(fds) == 5:
-            os.dup2(fds[4], 3)
+        sock.detach()
+        run_file = len(fds) == 4
+        if run_file:
+            os.dup2(fds[3], 3)
             os.closerange(4, 1 << 20)
-            argv += ["--run-fd", "3", "--run-name", str(header["run_name"])]
         else:
             os.closerange(3, 1 << 20)
-        os.setsid()
         os.chdir(header["cwd"])
         os.environ.clear()
         os.environ.update(header["env"])
-        status = _run_worker(worker, argv, run_file=len(fds) == 5)
+        if why is not None:
+            os.write(2, f"{why}\n".encode())
+            os._exit(status)  # confined or not, it runs nothing
+        argv = ["--run-fd", "3", "--run-name", str(header["run_name"])] if run_file else []
+        status = _run_worker(worker, argv, run_file=run_file)
     except BaseException as e:  # noqa: BLE001 - a child must end here, whatever happened
         with contextlib.suppress(OSError):
             os.write(2, f"sandbox: zygote child setup failed: {type(e).__name__}: {e}\n".encode())
     finally:
         os._exit(status)
+
+
+class _Waiting:
+    """A child forked and confining itself (or confined) ahead of the call it will run."""
+
+    def __init__(self, control: socket.socket, worker: Any, policy_json: str) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _waiting_child(theirs.fileno(), worker, policy_json, os.getppid())
+        theirs.close()
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.sock = ours
 
 
 def _run_worker(worker: Any, argv: list[str], *, run_file: bool) -> int:
@@ -118,10 +144,13 @@ def _run_worker(worker: Any, argv: list[str], *, run_file: bool) -> int:
 
 
 class _Call:
-    def __init__(self, ctl: socket.socket, pid: int, pidfd: int) -> None:
+    def __init__(self, ctl: socket.socket, pid: int, pidfd: int, report: socket.socket) -> None:
         self.ctl = ctl
         self.pid = pid
         self.pidfd: int | None = pidfd
+        self.report: socket.socket | None = report
+        self.reported: dict[str, Any] | None = None
+        self.exited = False
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -147,30 +176,89 @@ def main(argv: list[str]) -> int:
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         _send(control, {"error": "PR_SET_DUMPABLE failed"})
         return 1
-    zygote = os.getpid()
     calls: dict[int, _Call] = {}
     sel = selectors.DefaultSelector()
     sel.register(control, selectors.EVENT_READ, None)
-    _send(control, {"ready": True, "pid": zygote})
+    waiting: list[_Waiting] = []
+
+    def prepare_next() -> None:
+        """Fork the next call's child now, so it confines itself before its call arrives."""
+        child = _Waiting(control, worker, policy_json)
+        waiting.append(child)
+        sel.register(child.pidfd, selectors.EVENT_READ, ("waiting", child))
+
+    def drop(child: _Waiting) -> None:
+        sel.unregister(child.pidfd)
+        os.close(child.pidfd)
+        child.sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+
+    def assign(message: bytes, fds: list[int]) -> int:
+        """Hand the call to a waiting child (a fresh one if it died); its pid."""
+        for _ in range(2):
+            if not waiting:
+                prepare_next()
+            child = waiting.pop(0)
+            try:
+                socket.send_fds(child.sock, [message], fds)
+            except OSError:
+                child.sock.close()
+                os.kill(child.pid, signal.SIGKILL)
+                drop_pidfd = child.pidfd
+                sel.unregister(drop_pidfd)
+                os.close(drop_pidfd)
+                os.waitpid(child.pid, 0)
+                continue
+            sel.unregister(child.pidfd)
+            assigned[child.pid] = child
+            return child.pid
+        return 0
+
+    assigned: dict[int, _Waiting] = {}
+    # Children whose end was reported before their exit: reaped once they are gone.
+    ending: dict[int, int] = {}
+
+    def ended(call: _Call) -> None:
+        if not call.exited:
+            call.exited = True
+            _send(call.ctl, {"exited": True})
 
     def finish(call: _Call) -> None:
-        """Kill what is left of the call's group, reap the child, report, forget the call."""
+        """Kill what is left of the call's group, report how it ended, forget the call.
+
+        With a pid namespace the waiting original reported pid 1's end before its own exit
+        (which tears the namespaces down): that report is the answer, and the original is
+        reaped when it is gone. Otherwise the child is reaped here and ``wait4`` answers.
+        """
         call.kill()
-        _, wait_status, usage = os.wait4(call.pid, 0)
-        _send(
-            call.ctl,
-            {
-                "status": os.waitstatus_to_exitcode(wait_status),
-                "cpu_s": usage.ru_utime + usage.ru_stime,
-                "max_rss_kib": usage.ru_maxrss,
-            },
-        )
-        if call.pidfd is not None:
-            sel.unregister(call.pidfd)
-            os.close(call.pidfd)
+        if call.report is not None:
+            sel.unregister(call.report)
+            call.report.close()
+            call.report = None
+        if call.reported is not None and call.pidfd is not None:
+            _send(call.ctl, call.reported)
+            sel.modify(call.pidfd, selectors.EVENT_READ, ("reap", call))
+            ending[call.pid] = call.pidfd
+        else:
+            _, wait_status, usage = os.wait4(call.pid, 0)
+            _send(
+                call.ctl,
+                call.reported
+                or {
+                    "status": os.waitstatus_to_exitcode(wait_status),
+                    "cpu_s": usage.ru_utime + usage.ru_stime,
+                    "max_rss_kib": usage.ru_maxrss,
+                },
+            )
+            if call.pidfd is not None:
+                sel.unregister(call.pidfd)
+                os.close(call.pidfd)
         sel.unregister(call.ctl)
         call.ctl.close()
 
+    _send(control, {"ready": True, "pid": os.getpid()})
+    prepare_next()
     while True:
         for key, _ in sel.select():
             data = key.data
@@ -182,32 +270,72 @@ def main(argv: list[str]) -> int:
                 if not message:
                     for call in list(calls.values()):
                         call.kill()
+                    for child in waiting:
+                        os.kill(child.pid, signal.SIGKILL)
                     return 0
                 if len(fds) not in (4, 5):
                     for fd in fds:
                         os.close(fd)
                     continue
-                header = json.loads(message)
-                pid = os.fork()
-                if pid == 0:
-                    control.close()
-                    _child(header, fds, worker, policy_json, zygote)
                 ctl = socket.socket(fileno=fds[0])
+                pid = assign(message, fds[1:])
                 for fd in fds[1:]:
                     os.close(fd)
-                pidfd = os.pidfd_open(pid)
-                call = _Call(ctl, pid, pidfd)
+                if not pid:
+                    ctl.close()  # the harness sees the call's socket close: no child
+                    continue
+                child = assigned.pop(pid)
+                call = _Call(ctl, pid, child.pidfd, child.sock)
                 calls[ctl.fileno()] = call
                 sel.register(ctl, selectors.EVENT_READ, ("ctl", call))
-                sel.register(pidfd, selectors.EVENT_READ, ("exit", call))
+                sel.register(child.pidfd, selectors.EVENT_READ, ("exit", call))
+                sel.register(child.sock, selectors.EVENT_READ, ("report", call))
                 _send(ctl, {"pid": pid})
+                if not waiting:
+                    prepare_next()
                 continue
-            kind, call = data
+            kind, item = data
+            if kind == "waiting":
+                # A child died before its call (killed from outside): fork its successor
+                # only when a call needs one.
+                waiting.remove(item)
+                drop(item)
+                continue
+            call = item
+            if kind == "reap":
+                sel.unregister(call.pidfd)
+                os.close(call.pidfd)
+                ending.pop(call.pid, None)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(call.pid, 0)
+                continue
+            if kind == "report":
+                try:
+                    words = call.report.recv(256).split() if call.report is not None else []
+                except OSError:
+                    words = []
+                if call.report is not None:
+                    sel.unregister(call.report)
+                    call.report.close()
+                    call.report = None
+                if len(words) == 3:
+                    call.reported = {
+                        "status": int(words[0]),
+                        "cpu_s": float(words[1]),
+                        "max_rss_kib": int(words[2]),
+                    }
+                    ended(call)
+                continue
             if kind == "exit":
+                if call.reported is None and call.report is not None:
+                    # Gone without a report: its exit status is the answer.
+                    sel.unregister(call.report)
+                    call.report.close()
+                    call.report = None
                 sel.unregister(call.pidfd)
                 os.close(call.pidfd)
                 call.pidfd = None
-                _send(call.ctl, {"exited": True})
+                ended(call)
                 continue
             try:
                 request = call.ctl.recv(64)

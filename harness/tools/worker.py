@@ -39,6 +39,7 @@ __all__ = [
     "EXIT_USAGE",
     "MAX_REQUEST_BYTES",
     "RESOURCE_LIMIT_KIND",
+    "confine",
     "entry",
     "load_confine",
     "main",
@@ -104,7 +105,14 @@ def parse_policy(policy_json: str) -> Any:
     return policy
 
 
-def _confine(root: str, policy_json: str, parent: int | None) -> None:
+def confine(
+    root: str, policy_json: str, parent: int | None, report_fd: int | None = None
+) -> str | None:
+    """Apply the tier to this process; None when it holds, else the one line saying why not.
+
+    A process that gets a reason must not run the tool (it exits :data:`EXIT_CONFINE_FAILED`
+    once it can say why).
+    """
     from importlib.machinery import PathFinder
 
     module = load_confine(root)
@@ -113,9 +121,16 @@ def _confine(root: str, policy_json: str, parent: int | None) -> None:
     # system lists once to find ``harness``: fill that cache now (this runs no project code).
     PathFinder.find_spec("harness", [root])
     try:
-        module.apply(policy, parent=parent)
+        module.apply(policy, parent=parent, report_fd=report_fd)
     except module.ConfineError as e:
-        sys.stderr.write(f"sandbox: {e}\n")
+        return f"sandbox: {e}"
+    return None
+
+
+def _confine(root: str, policy_json: str, parent: int | None) -> None:
+    why = confine(root, policy_json, parent)
+    if why is not None:
+        sys.stderr.write(f"{why}\n")
         sys.stderr.flush()
         os._exit(EXIT_CONFINE_FAILED)
 

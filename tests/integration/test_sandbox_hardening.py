@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sandbox_support import FIXTURE_CATALOG, project_copy, tier, weakened_policy
+from sandbox_support import (
+    FIXTURE_CATALOG,
+    busy_zygote_children,
+    project_copy,
+    tier,
+    weakened_policy,
+)
 
 from harness.cli import main
 from harness.errors import SandboxError
@@ -242,7 +248,10 @@ def test_timeout_kills_everything_the_call_started(backend: LinuxBackend) -> Non
     assert time.monotonic() - started < 10
     zygotes = {p for p in _descendants(os.getpid()) if _is_zygote(p)}
     assert zygotes or backend.zygote_pid() is None
-    assert [p for p in _descendants(os.getpid()) if _alive(p) and p not in zygotes] == []
+    # A zygote keeps the next call's child waiting (and its pid 1): nothing of this call.
+    waiting = {w for z in zygotes for w in _descendants(z)}
+    assert [p for p in _descendants(os.getpid()) if _alive(p) and p not in zygotes | waiting] == []
+    assert [busy for z in zygotes for busy in busy_zygote_children(z)] == []
 
 
 # -- exec by descriptor ------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -15,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import FIXTURE_CATALOG, project_copy, tier, weakened_policy
+from sandbox_support import (
+    FIXTURE_CATALOG,
+    busy_zygote_children,
+    project_copy,
+    tier,
+    weakened_policy,
+)
 from structlog.testing import capture_logs
 
 from harness.errors import (
@@ -295,8 +300,7 @@ def _worker_children() -> list[int]:
         if b"worker.py" in cmdline:
             found.append(int(pid))
         elif b"_zygote.py" in cmdline:
-            with contextlib.suppress(OSError):
-                found += [int(child) for child in _children(pid)]
+            found += busy_zygote_children(int(pid))
     return found
 
 

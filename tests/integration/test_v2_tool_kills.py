@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from sandbox_support import busy_zygote_children
 from v2_support import CountingTools, reduced, run_into
 
 from harness.canonical import canonical_bytes
@@ -71,13 +72,6 @@ def _descendants_running_worker(root: int, *, zygotes: bool = False) -> list[int
     return found
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 class _Killer:
     """Kills tool children under ``root`` from a thread: at most ``limit`` calls' worth."""
 
@@ -112,7 +106,7 @@ class _Killer:
         # rather than all of /proc, once the zygote is known.
         if not known_zygotes:
             known_zygotes += _descendants_running_worker(self.root, zygotes=True)
-        forked = [c for z in known_zygotes for c in _children(z)]
+        forked = [c for z in known_zygotes for c in busy_zygote_children(z)]
         return forked or _descendants_running_worker(self.root)
 
     def _run(self) -> None:
