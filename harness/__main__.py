@@ -1,6 +1,6 @@
 """``python -m harness`` runs the same CLI as the ``harness`` console script."""
 
-from harness.cli import main
+from harness._entry import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -16,7 +16,12 @@
   ``provider.response.v1``; blob bytes are also checked against their own address), the size
   recorded, and that the cell record binding the attempt binds its blobs;
 - each cell record's audit group against the ended attempts the record binds;
-- the preflight reports kept as blobs (``harness.preflight_report``);
+- the preflight reports kept as blobs (``harness.preflight_report``) and the preflight request
+  (role ``preflight``: a real provider's model metadata), bound into the record after it;
+- the provider and model the store's genesis names, and failures by kind with the provider's
+  own reason text; a finalized store holding a cell whose every attempt failed for an
+  infrastructure reason (a rejected key, a quota, no connection) is a problem: that cell
+  measured an outage, not the policy;
 - a scan of every file in the store for credential-shaped strings (``harness.privacy``).
 
 ``report.ok`` is true only when nothing above is a problem. This module reads; it never writes
@@ -39,7 +44,7 @@ from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, credential_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
-from harness.providers.kinds import AttemptStatus
+from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
 from harness.safeio import MAX_READ, read_regular
 from harness.store import (
     BeginEntry,
@@ -61,6 +66,7 @@ __all__ = [
 
 _COST_TOLERANCE: Final = 1e-9
 _MAX_PROBLEMS_SHOWN: Final = 20
+_REASONS_SHOWN: Final = 3
 
 
 class Tally(msgspec.Struct, kw_only=True):
@@ -143,6 +149,9 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     by_role: dict[str, Tally]
     by_provider: dict[str, Tally]
     failures_by_kind: dict[str, int]
+    failure_reasons: dict[str, tuple[str, ...]]
+    outage_cells: tuple[str, ...]
+    provider: str
     latency_ms_max: float
     latency_ms_median: float
     prices: tuple[CostLine, ...]
@@ -227,6 +236,8 @@ def _check_group(record: CellRecord, attempts: dict[int, _Attempt], problems: li
         if not ref.orphaned
         and (attempt := attempts.get(ref.begin_seq)) is not None
         and attempt.end is not None
+        # The preflight request belongs to the session, not to the cell it is bound with.
+        and attempt.end.outcome.get("role") != Role.PREFLIGHT.value
     ]
     group = []
     for index, item in enumerate(record.audit):
@@ -347,6 +358,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
     by_role: dict[str, Tally] = {}
     by_provider: dict[str, Tally] = {}
     kinds: Counter[str] = Counter()
+    reasons: dict[str, Counter[str]] = {}
     latencies: list[float] = []
     prices: dict[bytes, list[Any]] = {}
     hashes = blobs = 0
@@ -362,6 +374,9 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         by_provider.setdefault(record.provider.value, Tally()).add(record)
         if record.failure_kind is not None:
             kinds[record.failure_kind.value] += 1
+            reasons.setdefault(record.failure_kind.value, Counter())[
+                record.failure_detail or "(no detail)"
+            ] += 1
         latencies.append(record.latency_ms)
         line = prices.setdefault(canonical_bytes(record.price), [record.price, 0, 0.0])
         line[1] += 1
@@ -378,6 +393,13 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
             )
         if record.usage.output_tokens is not None and record.usage.output_tokens < 0:
             problems.append(f"attempt {attempt.begin_seq}: negative token count")
+    outage = _outage_cells(view)
+    if report.finalized and outage:
+        problems.append(
+            f"the finalized store holds {len(outage)} cell(s) whose every provider attempt "
+            f"failed for an infrastructure reason (an outage, not the policy): "
+            f"{', '.join(outage[:5])}{' ...' if len(outage) > 5 else ''}"
+        )
     files, size, findings = _scan_credentials(base)
     problems.extend(f"credential-shaped string in {f.line()}" for f in findings)
     latencies.sort()
@@ -400,6 +422,14 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         by_role=dict(sorted(by_role.items())),
         by_provider=dict(sorted(by_provider.items())),
         failures_by_kind=dict(sorted(kinds.items())),
+        failure_reasons={
+            kind: tuple(
+                f"{n} x {text}" for text, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+            )[:_REASONS_SHOWN]
+            for kind, c in sorted(reasons.items())
+        },
+        outage_cells=tuple(outage),
+        provider=_provider_of(view, providers),
         latency_ms_max=latencies[-1] if latencies else 0.0,
         latency_ms_median=_median(latencies),
         prices=tuple(
@@ -415,6 +445,31 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         simulated_only=providers <= {"simulated"},
         problems=tuple(problems),
     )
+
+
+def _outage_cells(view: StoreView) -> list[str]:
+    """Committed cells whose audit group is non-empty and made only of infrastructure failures."""
+    found = []
+    for record in view.cells:
+        group = [_decode(item, AttemptRecord) for item in record.audit]
+        if group and all(
+            a is not None and infrastructure_cause(a.failure_kind) is not None for a in group
+        ):
+            found.append(str(record.row.get("cell_id", f"row {record.row_index}")))
+    return found
+
+
+def _provider_of(view: StoreView, providers: set[str]) -> str:
+    """The provider and model the genesis names (else what the attempts show)."""
+    genesis = view.genesis
+    plain = None if genesis is None else genesis.identity.get("provider")
+    if isinstance(plain, dict) and plain.get("provider") == "simulated":
+        return "simulated (deterministic stand-in, not a language model), model none"
+    if isinstance(plain, dict):
+        return f"{plain.get('provider')}, model {plain.get('model')} at {plain.get('endpoint')}"
+    if providers <= {"simulated"}:
+        return "simulated only (results of a simulation, not of a language model)"
+    return ", ".join(sorted(providers))
 
 
 def _median(values: list[float]) -> float:
@@ -450,6 +505,7 @@ def _tally_line(name: str, t: Tally) -> str:
 def render_audit(report: AuditReport) -> str:
     """The report as text for a terminal (the JSON form is ``msgspec.json.encode(report)``)."""
     out = [
+        f"provider: {report.provider}",
         f"store: {report.store_status} ({report.store_code}): {report.store_reason}",
         f"cells: {report.cells}/{report.schedule_rows}"
         + (
@@ -458,8 +514,6 @@ def render_audit(report: AuditReport) -> str:
             else ", not finalized (no manifest pins this store)"
         ),
     ]
-    if report.simulated_only:
-        out.append("provider: simulated only (results of a simulation, not of a language model)")
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "
         f"{report.bound_attempts} bound to their cells, {len(report.orphaned)} orphaned "
@@ -481,6 +535,13 @@ def render_audit(report: AuditReport) -> str:
     if report.failures_by_kind:
         kinds = ", ".join(f"{k} {n}" for k, n in report.failures_by_kind.items())
         out.append(f"failures by kind: {kinds}")
+        for kind, texts in report.failure_reasons.items():
+            out.extend(f"  {kind}: {text}" for text in texts)
+        if report.outage_cells:
+            out.append(
+                f"cells made only of infrastructure failures: {len(report.outage_cells)} "
+                f"({', '.join(report.outage_cells[:5])})"
+            )
     else:
         out.append("failures by kind: none")
     for row in (*report.orphaned, *report.unbound):

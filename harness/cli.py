@@ -156,6 +156,10 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C before a command installed its own handler (imports, preflight): one
+            # line, the conventional exit code, no traceback.
+            _interrupted(ctx)
         except HarnessError as e:
             click.echo(f"error: {e}", err=True)
             ctx.exit(e.exit_code)
@@ -164,9 +168,16 @@ class _Main(click.Group):
             # one line and its exit code, never a traceback.
             first = _first_harness_error(group)
             if first is None:
+                if group.subgroup(KeyboardInterrupt) is not None:
+                    _interrupted(ctx)  # Ctrl-C reached trio before its handler was set up
                 raise
             click.echo(f"error: {first}", err=True)
             ctx.exit(first.exit_code)
+
+
+def _interrupted(ctx: click.Context) -> None:
+    click.echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
+    ctx.exit(130)
 
 
 def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessError | None:
@@ -191,10 +202,18 @@ def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessErr
 
 @click.group(cls=_Main)
 @click.option("--log-json", is_flag=True, help="Log JSON lines to stderr instead of console text.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More log events on stderr: -v info (preflight, store), -vv debug (every provider "
+    "attempt). Default: warnings, progress and the summary.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Errors and the summary only; no progress line.")
 @click.version_option(package_name="ect-harness")
-def main(log_json: bool) -> None:
+def main(log_json: bool, verbose: int, quiet: bool) -> None:
     """Evidence-Carrying Termination: verify certificates, run and audit the studies."""
-    configure(json_lines=log_json)
+    configure(json_lines=log_json, verbose=-1 if quiet else verbose)
 
 
 _TRUSTED: Final[dict[str, tuple[Any, ect.ReasonCode]]] = {

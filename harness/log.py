@@ -2,6 +2,12 @@
 
 Events are dotted names with data as keywords: ``log.info("store.commit", seq=12)``. Logs go to
 stderr so a command's stdout stays machine-readable.
+
+Verbosity (``harness -v/-q``): by default the console shows warnings and errors only (plus a
+command's own progress line and summary); ``-v`` adds info events (preflight checks, store
+creation, resume), ``-vv`` debug events (one per provider attempt), ``-q`` leaves errors and
+hides the progress line. Per-attempt events are debug: a failing run of thousands of attempts
+must not bury the progress line.
 """
 
 from __future__ import annotations
@@ -12,14 +18,38 @@ from typing import Any
 
 import structlog
 
-__all__ = ["configure", "get_logger"]
+__all__ = ["configure", "get_logger", "level_for", "verbosity"]
 
 _configured = False
+_verbosity = 0
 
 
-def configure(*, json_lines: bool = False, level: int = logging.INFO) -> None:
-    """Configure structlog for the process (idempotent; the last call wins)."""
-    global _configured
+def level_for(verbose: int) -> int:
+    """The log level of a verbosity: -1 quiet (errors), 0 warnings, 1 info, 2+ debug."""
+    if verbose < 0:
+        return logging.ERROR
+    return (logging.WARNING, logging.INFO)[verbose] if verbose < 2 else logging.DEBUG
+
+
+def verbosity() -> int:
+    """The verbosity the process was configured with (-1 quiet, 0 default, 1+ verbose)."""
+    return _verbosity
+
+
+def configure(
+    *, json_lines: bool = False, level: int = logging.INFO, verbose: int | None = None
+) -> None:
+    """Configure structlog for the process (idempotent; the last call wins).
+
+    Args:
+        json_lines: JSON lines instead of console text.
+        level: the lowest level logged (ignored when ``verbose`` is given).
+        verbose: the command line's verbosity (see ``level_for``).
+    """
+    global _configured, _verbosity
+    if verbose is not None:
+        _verbosity = verbose
+        level = level_for(verbose)
     renderer: Any = (
         structlog.processors.JSONRenderer(sort_keys=True)
         if json_lines

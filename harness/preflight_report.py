@@ -47,6 +47,8 @@ class CheckName(StrEnum):
     CREDENTIAL = "credential"
     GENERATION_CONFIG = "generation_config"
     SANDBOX = "sandbox"
+    # One authenticated request that spends no tokens (a real provider's model metadata).
+    PROVIDER = "provider"
 
 
 class Check(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

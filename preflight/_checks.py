@@ -15,7 +15,11 @@ Checks (all run, whatever fails first; a failed check is a value, never an excep
   source that holds one key (ambient ``GOOGLE_*``/``GEMINI_*`` variables never count);
 - generation_config: the config the run will use is the one the lock freezes;
 - sandbox: the backend runs the locked policy or profile, the positive control passes and every
-  denial probe (network, persistent write, credential read, signal, spawn) is denied.
+  denial probe (network, persistent write, credential read, signal, spawn) is denied;
+- provider (when the caller hands in a probe): the provider opens with the named credential and,
+  for a real provider, answers one authenticated request that spends no tokens (the pinned
+  model's metadata); a rejected key, a missing model or no connection fails it with the
+  provider's own reason. Skipped when the credential check failed.
 
 Details hold no absolute path, user name, host name or secret (see ``_scrub``), so the report
 can be kept in the store and exported.
@@ -389,6 +393,20 @@ def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> Check:
     )
 
 
+def _check_provider(credential: Check, probe: Callable[[], tuple[bool, str]]) -> Check:
+    if not credential.ok:
+        return Check(
+            name=CheckName.PROVIDER,
+            ok=False,
+            detail="not attempted: the credential check failed",
+        )
+    try:
+        ok, detail = probe()
+    except _FAILURES as e:
+        return Check(name=CheckName.PROVIDER, ok=False, detail=str(e))
+    return Check(name=CheckName.PROVIDER, ok=ok, detail=detail)
+
+
 def run_preflight(
     lock_path: Path,
     schedule_path: Path,
@@ -400,6 +418,7 @@ def run_preflight(
     environ: Mapping[str, str] | None = None,
     sandbox: Callable[[], ChildBackend] | None = None,
     root: Path | None = None,
+    provider_probe: Callable[[], tuple[bool, str]] | None = None,
 ) -> PreflightReport:
     """Run every check against exactly these paths; never raises for a failed check.
 
@@ -416,6 +435,9 @@ def run_preflight(
             by the command line or the study).
         root: the project whose code and config the lock must match (default: the running
             one).
+        provider_probe: opens the provider and makes its no-token request, returning whether
+            it succeeded and one line saying why (None: no provider check). Its request is the
+            caller's to journal.
 
     Returns:
         The report; ``report.ok`` only when every check passed.
@@ -424,14 +446,17 @@ def run_preflight(
     env = dict(os.environ if environ is None else environ)
     paths = [lock_path, schedule_path, store_dir, *_credential_paths(provider)]
     scrub = _Scrubber(paths if root is None else [*paths, root])
+    credential = _check_credential(provider, env)
     checks = [
         _check_lock(run, root),
         _check_schedule(run, schedule_source),
         _check_store(run),
-        _check_credential(provider, env),
+        credential,
         _check_config(run, generation_config),
         _check_sandbox(run, sandbox or open_backend),
     ]
+    if provider_probe is not None:
+        checks.append(_check_provider(credential, provider_probe))
     selection = provider if isinstance(provider, ProviderSelection) else None
     return PreflightReport(
         lock_digest=None if run.lock_bytes is None else lock_digest(run.lock_bytes),

@@ -8,7 +8,9 @@ not as an early usage error, so one run shows everything that blocks the study.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -16,13 +18,33 @@ import msgspec
 
 from harness.lock import study_generation_config
 from harness.preflight_report import encode_report
-from harness.providers import ProviderName
+from harness.providers import GenerationConfig, ProviderName, ProviderSelection
+from harness.providers.audit import memory_audit
+from harness.providers.selection import open_provider, probe_provider
 from harness.studies.v2.schedule import canonical_schedule
-from preflight._checks import choose_provider, run_preflight
+from preflight._checks import ProviderChoice, choose_provider, run_preflight
 
 __all__ = ["preflight_cmd"]
 
 EXIT_BLOCKED = 3
+
+
+def _probe(choice: ProviderChoice, generation: GenerationConfig) -> Callable[[], tuple[bool, str]]:
+    """The provider check of a standalone preflight: the same no-token request a run makes
+    (kept in memory: there is no store to journal it in). The named variable stays set."""
+
+    def probe() -> tuple[bool, str]:
+        if not isinstance(choice, ProviderSelection):
+            return False, str(choice)  # the credential check already failed for this
+        provider = open_provider(choice, environ=dict(os.environ))
+        try:
+            return probe_provider(provider, choice, generation, memory_audit()[0])
+        finally:
+            close = getattr(provider, "close", None)
+            if callable(close):
+                close()
+
+    return probe
 
 
 @click.command("preflight")
@@ -61,7 +83,10 @@ def preflight_cmd(
     provider_base_url: str | None,
     as_json: bool,
 ) -> None:
-    """Check lock, schedule, store, credential input, generation config and sandbox.
+    """Check lock, schedule, store, credential input, generation config, sandbox and provider.
+
+    For gemini the provider check makes one authenticated request that spends no tokens (the
+    pinned model's metadata).
 
     Exit 0 when every check passed, 3 when any failed (one line per failed check).
     """
@@ -71,13 +96,15 @@ def preflight_cmd(
         credential_env=credential_env,
         base_url=provider_base_url,
     )
+    generation = study_generation_config()
     report = run_preflight(
         lock_path,
         schedule_path,
         store_dir,
         choice,
-        generation_config=study_generation_config(),
+        generation_config=generation,
         schedule_source=canonical_schedule,
+        provider_probe=_probe(choice, generation),
     )
     if as_json:
         click.echo(msgspec.json.format(encode_report(report), indent=2).decode())

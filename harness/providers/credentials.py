@@ -22,6 +22,7 @@ from typing import Final, Literal, NoReturn
 
 import msgspec
 
+from harness._credential_pipe import inherited_key
 from harness.errors import CredentialError
 from harness.log import get_logger
 
@@ -148,9 +149,16 @@ def load_credential(
     else:
         if _ENV_NAME.fullmatch(source.name) is None:
             raise CredentialError(f"{source.describe()} is not a valid variable name")
-        if source.name not in env:
+        inherited = None if source.name in env else inherited_key(source.name)
+        if inherited is not None:
+            # Moved out of the environment by a re-execution before any provider call.
+            raw = inherited
+        elif source.name not in env:
             raise CredentialError(f"{source.describe()} is not set")
-        raw = env.pop(source.name)
+        else:
+            raw = env.pop(source.name)
     credential = Credential(_checked(raw, source), source)
-    _log.info("provider.credential.loaded", source=source.kind, name=source.name)
+    # A file is logged by its name only: no log line carries the absolute path of a key file.
+    shown = Path(source.name).name if source.kind == "file" else source.name
+    _log.info("provider.credential.loaded", source=source.kind, name=shown)
     return credential

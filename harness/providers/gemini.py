@@ -41,11 +41,11 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from harness.canonical import Domain, digest_bytes
+from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.log import get_logger
 from harness.providers._capture import Capture, CapturingTransport, bind, unbind
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
-from harness.providers.config import GeminiSettings, config_digest
+from harness.providers.config import GeminiSettings, GenerationConfig, config_digest
 from harness.providers.credentials import Credential, scrub_ambient
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
 from harness.providers.kinds import (
@@ -58,7 +58,10 @@ from harness.providers.kinds import (
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.providers.schema import validate
 
-__all__ = ["GeminiProvider"]
+__all__ = ["PREFLIGHT_CELL", "PREFLIGHT_PROMPT", "GeminiProvider"]
+
+PREFLIGHT_CELL: Final = "preflight"
+PREFLIGHT_PROMPT: Final = "preflight.model-metadata.v1"
 
 _DETAIL_MAX: Final = 500
 _BLOCKING_FINISH: Final = frozenset(
@@ -98,12 +101,28 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _DETAIL_MAX else flat[: _DETAIL_MAX - 3] + "..."
 
 
+def _names_api_key(error: genai_errors.APIError) -> bool:
+    """True when a 400 says the API key is invalid (how Gemini answers a wrong key)."""
+    reasons = []
+    body: dict[str, Any] = error.details if isinstance(error.details, dict) else {}
+    inner = body.get("error")
+    found: dict[str, Any] = inner if isinstance(inner, dict) else body
+    for item in found.get("details") or []:
+        if isinstance(item, dict) and isinstance(item.get("reason"), str):
+            reasons.append(item["reason"])
+    return "API_KEY_INVALID" in reasons or "API key not valid" in (error.message or "")
+
+
 def _classify(error: Exception, capture: Capture) -> tuple[FailureKind, str]:
     """Map an exception raised by the SDK call to a failure kind and a detail line."""
     if isinstance(error, genai_errors.APIError):
         detail = f"HTTP {error.code} {error.status}: {error.message}"
         if error.code == 429:
             return FailureKind.RATE_LIMITED, detail
+        if error.code in (401, 403) or (error.code == 400 and _names_api_key(error)):
+            return FailureKind.AUTHENTICATION_FAILED, detail
+        if error.code == 404:
+            return FailureKind.NOT_FOUND, detail
         if isinstance(error, genai_errors.ClientError):
             return FailureKind.HTTP_CLIENT_ERROR, detail
         if isinstance(error, genai_errors.ServerError):
@@ -265,6 +284,98 @@ class GeminiProvider:
         for _, http in self._clients.values():
             http.close()
         self._clients.clear()
+
+    def probe(self, config: GenerationConfig, audit: Audit) -> AttemptRecord:
+        """Preflight: one authenticated request that spends no tokens (the model's metadata).
+
+        ``GET {base}/{api_version}/models/{model}`` through the same client, transport and
+        credential as every study call. The attempt is journaled in ``audit`` like any other,
+        with role ``preflight``; its failure kind says why the provider is unusable (a rejected
+        key, a missing model, no connection) and its detail carries the provider's own reason.
+        Never raises for a failed request.
+        """
+        settings = config.gemini
+        client = self._client(settings)
+        described = {
+            "method": "GET",
+            "model": settings.model,
+            "api_version": settings.api_version,
+            "base_url": self._base_url,
+        }
+        request_hash = digest_bytes(Domain.PROVIDER_REQUEST, canonical_bytes(described))
+        cfg_digest = config_digest(config)
+        audit.journal.begin(
+            AttemptIntent(
+                provider=ProviderName.GEMINI,
+                simulated=False,
+                model=settings.model,
+                role=Role.PREFLIGHT,
+                cell_id=PREFLIGHT_CELL,
+                prompt_id=PREFLIGHT_PROMPT,
+                attempt_index=0,
+                retry_reason=None,
+                request_hash=request_hash,
+                config_digest=cfg_digest,
+            )
+        )
+        capture = Capture()
+        started = time.perf_counter()
+        bind(capture)
+        try:
+            client.models.get(model=settings.model)
+            failure, detail = None, None
+        except Exception as e:  # noqa: BLE001 - every failure of the probe is its verdict
+            failure, detail = _classify(e, capture)
+        finally:
+            unbind()
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        body = capture.response_body if capture.response_complete else None
+        response_blob, response_hash, stored, redacted = self._store(
+            audit, body, Domain.PROVIDER_RESPONSE
+        )
+        # A metadata request is not billed and counts no tokens.
+        usage = Usage(prompt_tokens=0, output_tokens=0, thought_tokens=0)
+        record = AttemptRecord(
+            provider=ProviderName.GEMINI,
+            simulated=False,
+            model=settings.model,
+            base_url=self._base_url,
+            role=Role.PREFLIGHT,
+            cell_id=PREFLIGHT_CELL,
+            prompt_id=PREFLIGHT_PROMPT,
+            config_digest=cfg_digest,
+            attempt_index=0,
+            retry_reason=None,
+            request_hash=request_hash,
+            request_body_hash=None,
+            request_blob=None,
+            status=AttemptStatus.FAILED if failure is not None else AttemptStatus.SUCCEEDED,
+            failure_kind=failure,
+            failure_detail=None if detail is None else _one_line(self._credential.redact(detail)),
+            http_status=capture.status,
+            response_hash=response_hash,
+            response_blob=response_blob,
+            response_bytes=stored,
+            response_complete=capture.response_complete,
+            redacted=redacted,
+            finish_reason=None,
+            model_version=None,
+            response_id=None,
+            usage=usage,
+            latency_ms=round(latency_ms, 3),
+            price=settings.price,
+            cost_usd=estimate_cost(settings.price, usage),
+        )
+        audit.journal.end(record)
+        _log.debug(
+            "provider.preflight",
+            provider="gemini",
+            status=record.status.value,
+            failure_kind=None if failure is None else failure.value,
+            http_status=capture.status,
+            latency_ms=record.latency_ms,
+        )
+        return record
 
     @staticmethod
     def _sdk_arguments(
@@ -496,7 +607,7 @@ class GeminiProvider:
             price=settings.price,
             cost_usd=estimate_cost(settings.price, usage),
         )
-        _log.info(
+        _log.debug(
             "provider.attempt",
             provider="gemini",
             role=request.role.value,

@@ -9,7 +9,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["PRE_OUTPUT_FAILURES", "AttemptStatus", "FailureKind", "ProviderName", "Role"]
+__all__ = [
+    "INFRASTRUCTURE_FAILURES",
+    "PRE_OUTPUT_FAILURES",
+    "AttemptStatus",
+    "FailureKind",
+    "InfrastructureCause",
+    "ProviderName",
+    "Role",
+    "infrastructure_cause",
+]
 
 
 class Role(StrEnum):
@@ -17,6 +26,8 @@ class Role(StrEnum):
 
     PLANNER = "planner"
     CRITIC = "critic"
+    # The preflight reachability request (model metadata: authenticated, spends no tokens).
+    PREFLIGHT = "preflight"
 
 
 class ProviderName(StrEnum):
@@ -58,6 +69,10 @@ class FailureKind(StrEnum):
     CANCELLED = "cancelled"
     # HTTP status failures.
     RATE_LIMITED = "rate_limited"
+    # 401, 403, or 400 naming an invalid API key: the credential is not accepted.
+    AUTHENTICATION_FAILED = "authentication_failed"
+    # 404: the model (or the endpoint's API version) does not exist for this key.
+    NOT_FOUND = "not_found"
     HTTP_CLIENT_ERROR = "http_client_error"
     HTTP_SERVER_ERROR = "http_server_error"
     HTTP_UNEXPECTED_STATUS = "http_unexpected_status"
@@ -85,3 +100,32 @@ PRE_OUTPUT_FAILURES: Final = frozenset(
     }
 )
 """The failures after which exactly one identical retry is allowed."""
+
+
+class InfrastructureCause(StrEnum):
+    """Why an attempt never reached a model that could answer it (the machinery failed)."""
+
+    AUTHENTICATION = "authentication"
+    QUOTA = "quota"
+    NOT_FOUND = "not_found"
+    CONNECTION = "connection"
+
+
+INFRASTRUCTURE_FAILURES: Final = {
+    FailureKind.AUTHENTICATION_FAILED: InfrastructureCause.AUTHENTICATION,
+    FailureKind.RATE_LIMITED: InfrastructureCause.QUOTA,
+    FailureKind.NOT_FOUND: InfrastructureCause.NOT_FOUND,
+    FailureKind.CONNECT_ERROR: InfrastructureCause.CONNECTION,
+    FailureKind.CONNECT_TIMEOUT: InfrastructureCause.CONNECTION,
+    FailureKind.POOL_TIMEOUT: InfrastructureCause.CONNECTION,
+}
+"""Failures that measure an outage, not the model: a rejected key, an exhausted quota (after the
+frozen retry rule, which never retries them), a missing model, or no connection at all (DNS
+failure included). They trip the run's circuit breaker and a cell made only of them is never
+committed. Every other failure (an unusable reply, a server error, a transport failure after
+the request was sent) is a study outcome and stays in the denominator."""
+
+
+def infrastructure_cause(kind: FailureKind | None) -> InfrastructureCause | None:
+    """The infrastructure cause of a failure kind, or None for a model failure or success."""
+    return None if kind is None else INFRASTRUCTURE_FAILURES.get(kind)

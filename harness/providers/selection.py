@@ -17,6 +17,7 @@ one line (``ProviderSelectionError``), never silently ignored.
 from __future__ import annotations
 
 import functools
+import shlex
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -26,13 +27,27 @@ import msgspec
 
 from harness.errors import ProviderSelectionError
 from harness.extras import require_extra
+from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.config import GenerationConfig, config_digest
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
-from harness.providers.kinds import ProviderName
+from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
 
-__all__ = ["ProviderSelection", "open_provider", "provider_options", "select_provider"]
+__all__ = [
+    "ProviderFlags",
+    "ProviderIdentity",
+    "ProviderSelection",
+    "credential_option",
+    "open_provider",
+    "probe_provider",
+    "provider_identity",
+    "provider_options",
+    "resume_provider_options",
+    "select_provider",
+    "selection_for_resume",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -181,3 +196,175 @@ def open_provider(
 
     credential = load_credential(selection.credential, environ)
     return GeminiProvider(credential, base_url=selection.base_url, environ=environ)
+
+
+class ProviderIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The provider side of a run's identity: what shapes its results, bound in the store's
+    genesis (never the credential, nor where it came from).
+
+    ``model``, ``endpoint`` and ``api_version`` are None for the simulated provider.
+    """
+
+    provider: ProviderName
+    model: str | None
+    endpoint: str | None
+    api_version: str | None
+    generation_config_digest: str
+
+    def describe(self) -> str:
+        """``gemini, model gemini-2.5-flash at https://...`` or the simulated provider's label."""
+        if self.provider is ProviderName.SIMULATED:
+            return "simulated (deterministic stand-in, not a language model), model none"
+        return f"{self.provider.value}, model {self.model} at {self.endpoint}"
+
+
+def provider_identity(selection: ProviderSelection, config: GenerationConfig) -> ProviderIdentity:
+    """The identity a run with ``selection`` and the frozen ``config`` has."""
+    gemini = selection.provider is ProviderName.GEMINI
+    return ProviderIdentity(
+        provider=selection.provider,
+        model=config.gemini.model if gemini else None,
+        endpoint=selection.base_url if gemini else None,
+        api_version=config.gemini.api_version if gemini else None,
+        generation_config_digest=config_digest(config),
+    )
+
+
+def credential_option(selection: ProviderSelection) -> str:
+    """The command-line option that names ``selection``'s credential source (empty when none),
+    shell-quoted as a user would type it again."""
+    source = selection.credential
+    if source is None:
+        return ""
+    flag = "--credential-file" if source.kind == "file" else "--credential-env"
+    return f"{flag} {shlex.quote(source.name)}"
+
+
+class ProviderFlags(msgspec.Struct, frozen=True, kw_only=True):
+    """The provider options as given to ``v2 resume`` (None: not given; the store decides)."""
+
+    provider: str | None
+    credential_file: Path | None
+    credential_env: str | None
+    base_url: str | None
+
+
+def selection_for_resume(
+    flags: ProviderFlags, stored: ProviderIdentity, config: GenerationConfig, store: str
+) -> ProviderSelection:
+    """The selection that continues a store of identity ``stored``.
+
+    With no provider flags the store's own selection is used; only the credential source is
+    taken from the flags (it is never stored). A flag that contradicts the store is refused.
+
+    Raises:
+        ProviderSelectionError: one line naming the store's value and the contradicting one,
+            or the credential option a gemini store needs.
+    """
+    if flags.provider is not None and flags.provider != stored.provider.value:
+        raise ProviderSelectionError(
+            f"store {store} was run with provider {stored.provider.value}; "
+            f"--provider {flags.provider} contradicts it (resume takes the provider from the store)"
+        )
+    if stored.provider is ProviderName.GEMINI:
+        if flags.base_url is not None:
+            given = check_base_url(flags.base_url)
+            if given != stored.endpoint:
+                raise ProviderSelectionError(
+                    f"store {store} was run against endpoint {stored.endpoint}; "
+                    f"--provider-base-url {given} contradicts it"
+                )
+        if (flags.credential_file is None) == (flags.credential_env is None):
+            raise ProviderSelectionError(
+                f"store {store} was run with {stored.describe()}; resume it with exactly one of "
+                "--credential-file PATH or --credential-env NAME (the key is never stored)"
+            )
+    selection = select_provider(
+        stored.provider.value,
+        credential_file=flags.credential_file,
+        credential_env=flags.credential_env,
+        base_url=stored.endpoint,
+    )
+    mine = provider_identity(selection, config)
+    if mine != stored:
+        if mine.model != stored.model:
+            what = f"model {stored.model}; this checkout's generation config uses {mine.model}"
+        else:
+            what = (
+                f"generation config {stored.generation_config_digest}; this checkout's is "
+                f"{mine.generation_config_digest}"
+            )
+        raise ProviderSelectionError(f"store {store} was run with {what}")
+    return selection
+
+
+def resume_provider_options(command: F) -> F:
+    """The provider options of ``v2 resume``: the same names, no defaults.
+
+    The decorated function receives ``provider: ProviderFlags`` (what was given; the store's
+    genesis supplies the rest).
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
+        kwargs["provider"] = ProviderFlags(
+            provider=values["provider_name"],
+            credential_file=values["credential_file"],
+            credential_env=values["credential_env"],
+            base_url=values["provider_base_url"],
+        )
+        return command(*args, **kwargs)
+
+    options = (
+        click.option(
+            "--provider",
+            "provider_name",
+            type=click.Choice([p.value for p in ProviderName]),
+            default=None,
+            help="Only to confirm: the store's genesis names its provider, and a different one "
+            "is refused.",
+        ),
+        click.option(
+            "--credential-file",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            help="File holding the Gemini API key on one line (a gemini store needs one source).",
+        ),
+        click.option(
+            "--credential-env",
+            metavar="NAME",
+            default=None,
+            help="Environment variable holding the Gemini API key (a gemini store needs one "
+            "source).",
+        ),
+        click.option(
+            "--provider-base-url",
+            metavar="URL",
+            default=None,
+            help="Only to confirm: the store's genesis names its endpoint, and a different one "
+            "is refused.",
+        ),
+    )
+    decorated: Callable[..., Any] = wrapper
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated  # type: ignore[return-value]
+
+
+def probe_provider(
+    provider: Provider, selection: ProviderSelection, config: GenerationConfig, audit: Audit
+) -> tuple[bool, str]:
+    """Preflight's provider check: whether ``provider`` answers, and one line saying why.
+
+    A real provider makes its one authenticated request that spends no tokens (the model's
+    metadata), journaled in ``audit``; the simulated provider makes none.
+    """
+    probe = getattr(provider, "probe", None)
+    if probe is None:
+        return True, "simulated provider: no request, no network"
+    record: AttemptRecord = probe(config, audit)
+    where = f"{config.gemini.model} at {selection.base_url}"
+    if record.status is AttemptStatus.SUCCEEDED:
+        return True, f"{where}: model metadata read with the key (no tokens spent)"
+    return False, f"{where}: {record.failure_detail or record.failure_kind}"

@@ -74,7 +74,9 @@ class AttemptRef(_Plain, frozen=True, kw_only=True):
 
 
 class GenesisRecord(_Body, tag="genesis", frozen=True, kw_only=True):
-    """Record 0: binds the study lock and the canonical schedule the run must follow."""
+    """Record 0: binds the study lock, the canonical schedule the run must follow, and the
+    run's identity (opaque to the store: the study puts there what else shapes its results,
+    e.g. the provider, model, endpoint and generation config; never a credential)."""
 
     schema_version: Literal[1] = 1
     seq: Count
@@ -82,6 +84,7 @@ class GenesisRecord(_Body, tag="genesis", frozen=True, kw_only=True):
     lock_digest: Digest
     schedule_digest: Digest
     schedule_rows: Annotated[int, msgspec.Meta(ge=1)]
+    identity: JsonObject = msgspec.field(default_factory=dict)
 
 
 class CellRecord(_Body, tag="cell", frozen=True, kw_only=True):

@@ -82,7 +82,7 @@ def finalize_store(
         if manifest.cells != manifest.schedule_rows:
             raise FinalizeError(
                 f"store {root} holds {manifest.cells} of {manifest.schedule_rows} cells; "
-                f"resume it at row {manifest.cells}"
+                f"continue it with `harness v2 resume {root}` (it finalizes when complete)"
             )
         line, digest = encode_line(Domain.STORE_MANIFEST, canonical_bytes(manifest))
         Durable(ops or FileOps()).replace(root / MANIFEST, root / MANIFEST_TMP, line)

@@ -205,6 +205,7 @@ class _State(NamedTuple):
     journal_count: int
     journal_head: str | None
     blobs: set[str]
+    identity: dict[str, Any]
 
 
 class RunStore:
@@ -233,6 +234,7 @@ class RunStore:
         ]
         self._lock_digest = state.lock_digest
         self._schedule_digest = state.schedule_digest
+        self._identity = state.identity
         self._records = state.records
         self._head = state.head
         self._range = list(state.journal)
@@ -278,6 +280,7 @@ class RunStore:
         result_type: type[Any] | None = None,
         attempt_type: type[Any] | None = None,
         ops: FileOps | None = None,
+        identity: Mapping[str, Any] | None = None,
     ) -> RunStore:
         """Create a new store bound to ``lock_bytes`` and ``schedule_rows``; return its writer.
 
@@ -291,6 +294,7 @@ class RunStore:
                 are refused when the type forbids them).
             attempt_type: optional msgspec type each audit-group entry must match.
             ops: file operations (tests inject failures here).
+            identity: the run's identity, a plain JSON object genesis binds (default empty).
 
         Raises:
             StoreExistsError: ``root`` exists and is not an empty directory.
@@ -300,6 +304,7 @@ class RunStore:
         """
         root = Path(root)
         rows, sched = _schedule(schedule_rows)
+        bound = _json_object(dict(identity or {}), "identity")
         if not lock_bytes:
             raise RecordInvalidError("the study lock is empty")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -320,6 +325,7 @@ class RunStore:
                 lock_digest=lock_digest(lock_bytes),
                 schedule_digest=digest_bytes(Domain.SCHEDULE, sched),
                 schedule_rows=len(rows),
+                identity=bound,
             )
             record_line, record_hash = encode_line(Domain.STORE_RECORD, canonical_bytes(genesis))
             session = SessionEntry(seq=0, prev=None, records=1)
@@ -355,6 +361,7 @@ class RunStore:
                 journal_count=1,
                 journal_head=entry_hash,
                 blobs=set(),
+                identity=bound,
             )
             writer = cls(
                 root,
@@ -480,6 +487,7 @@ class RunStore:
             journal_count=len(found.journal),
             journal_head=found.journal[-1].digest if found.journal else None,
             blobs=found.blobs,
+            identity=dict(genesis.identity),
         )
         writer = cls(root, lock, durable, state, result_type=result_type, attempt_type=attempt_type)
         try:
@@ -536,6 +544,11 @@ class RunStore:
     def schedule_digest(self) -> str:
         """The schedule digest genesis binds."""
         return self._schedule_digest
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The run identity genesis binds (a copy)."""
+        return dict(self._identity)
 
     @property
     def schedule_rows(self) -> int:

@@ -51,7 +51,15 @@ from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.runner import StudyInputs, prepare
 from harness.studies.v2.schedule import Row
-from harness.studies.v2_report import REPORT_DIR, bound_config, build_report, load_results
+from harness.studies.v2.study import provider_line
+from harness.studies.v2_report import (
+    REPORT_DIR,
+    REPORT_MANIFEST,
+    bound_config,
+    build_report,
+    decode_manifest,
+    load_results,
+)
 from harness.tools.catalog import call_tool
 
 __all__ = ["ReplayDivergenceError", "ReplayReport", "offline", "render_replay", "replay_store"]
@@ -83,6 +91,8 @@ class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
     tables_compared: tuple[str, ...]
     table_mismatches: tuple[str, ...]
     simulated: bool
+    provider: str = ""
+    stale_report_cells: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -306,6 +316,16 @@ async def _replay_cells(
             tally.identical += 1
 
 
+def _stale_at(report_dir: Path, cells: int) -> int | None:
+    """The cells a stored report was made at when that is not the store's count now."""
+    try:
+        data = (report_dir / REPORT_MANIFEST).read_bytes()
+        made = decode_manifest(data, origin=str(report_dir / REPORT_MANIFEST)).store.cells
+    except (OSError, StudyReportError):
+        return None
+    return made if made != cells else None
+
+
 def _compare_tables(root: Path, config_path: Path, report_dir: Path) -> tuple[list[str], list[str]]:
     bundle = build_report(root, config_path)
     compared, mismatches = [], []
@@ -355,9 +375,16 @@ def replay_store(
         inputs = prepare(config, rows)
         tally = _Tally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
-        compared, table_mismatches = _compare_tables(
-            base, config_path, report_dir if report_dir is not None else base / REPORT_DIR
-        )
+        stored_report = report_dir if report_dir is not None else base / REPORT_DIR
+        stale = _stale_at(stored_report, len(view.cells))
+        if stale is None:
+            compared, table_mismatches = _compare_tables(base, config_path, stored_report)
+        else:
+            compared = [REPORT_MANIFEST]
+            table_mismatches = [
+                f"report is stale (made at {stale} cells; the store holds {len(view.cells)}): "
+                "write it again with `harness v2 report`"
+            ]
     return ReplayReport(
         store_status=view.report.status.value,
         cells=len(view.cells),
@@ -372,12 +399,15 @@ def replay_store(
         tables_compared=tuple(compared),
         table_mismatches=tuple(table_mismatches),
         simulated=all(r.simulated for r in results),
+        provider=provider_line(view, results),
+        stale_report_cells=stale,
     )
 
 
 def render_replay(report: ReplayReport) -> str:
     """The replay report as text."""
     out = [
+        *([report.provider] if report.provider else []),
         f"store: {report.store_status}; offline, no credential"
         + ("; simulated provider (not a language model)" if report.simulated else ""),
         f"cells: {report.cells_identical}/{report.cells} replayed identically "
@@ -385,8 +415,12 @@ def render_replay(report: ReplayReport) -> str:
         f"decisions: {report.decisions_replayed} planner decisions and "
         f"{report.policy_decisions_replayed} policy decisions recomputed; "
         f"{report.attempts_served} recorded provider attempts served from their blobs",
-        f"tables: {len(report.tables_compared) - len(report.table_mismatches)}/"
-        f"{len(report.tables_compared)} regenerated files equal the stored ones",
+        (
+            f"tables: report is stale (made at {report.stale_report_cells} cells)"
+            if report.stale_report_cells is not None
+            else f"tables: {len(report.tables_compared) - len(report.table_mismatches)}/"
+            f"{len(report.tables_compared)} regenerated files equal the stored ones"
+        ),
     ]
     sections = (
         ("not replayable", report.not_replayable),

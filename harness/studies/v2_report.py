@@ -44,6 +44,7 @@ __all__ = [
     "FIGURE_FILE",
     "REPORT_FILES",
     "REPORT_MANIFEST",
+    "report_cells",
     "ReportBundle",
     "ReportDocument",
     "ReportManifest",
@@ -89,12 +90,18 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     manifest_digest: str | None
     config_digest: str
     environment: str = _NO_ENVIRONMENT
+    provider: str = ""
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``analysis.json``: the analysis and the store it came from."""
+    """``analysis.json``: the analysis and the store it came from.
+
+    ``partial`` is true when the store was not finalized (cells missing): such a report is a
+    progress view, superseded by ``v2 resume``.
+    """
 
     schema: Literal["harness.v2-report.v1"] = "harness.v2-report.v1"
+    partial: bool = False
     store: StoreIdentity
     analysis: V2Analysis
 
@@ -103,6 +110,7 @@ class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """``report-manifest.json``: each report file's digest (``study.report-table.v1``)."""
 
     schema: Literal["harness.v2-report-manifest.v1"] = "harness.v2-report-manifest.v1"
+    partial: bool = False
     store: StoreIdentity
     files: dict[str, str]
 
@@ -180,6 +188,16 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
     return view, results
 
 
+def _provider_model(view: StoreView) -> str:
+    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store)."""
+    plain = None if view.genesis is None else view.genesis.identity.get("provider")
+    if not isinstance(plain, dict):
+        return ""
+    if plain.get("provider") == "simulated":
+        return "simulated (not a language model), model none"
+    return f"{plain.get('provider')}, model {plain.get('model')}"
+
+
 def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundle:
     """Recompute the analysis from the store at ``root`` and render every report file.
 
@@ -201,12 +219,14 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         manifest_digest=report.manifest_digest,
         config_digest=config_digest,
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
+        provider=_provider_model(view),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
     except ValueError as e:
         raise StudyReportError(f"store {base}: {e}") from e
-    document = ReportDocument(store=identity, analysis=analysis)
+    partial = report.manifest_digest is None or report.cells < report.schedule_rows
+    document = ReportDocument(partial=partial, store=identity, analysis=analysis)
     return ReportBundle(document=document, files=render_files(document))
 
 
@@ -276,6 +296,15 @@ def render_markdown(document: ReportDocument) -> bytes:
     """``report.md``."""
     a, s = document.analysis, document.store
     out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", ""]
+    if document.store.provider:
+        out += [f"Provider: {document.store.provider}.", ""]
+    if document.partial:
+        out += [
+            f"**PARTIAL REPORT: made at {document.store.cells} of "
+            f"{document.store.schedule_rows} cells on a store that is not finalized; "
+            "`harness v2 resume` supersedes it.**",
+            "",
+        ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
@@ -461,6 +490,7 @@ def render_files(document: ReportDocument) -> dict[str, bytes]:
     else:
         _log.warning("v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png")
     manifest = ReportManifest(
+        partial=document.partial,
         store=document.store,
         files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
     )
@@ -500,3 +530,13 @@ def decode_manifest(data: bytes, *, origin: str) -> ReportManifest:
         return msgspec.json.decode(data, type=ReportManifest)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
         raise StudyReportError(f"{origin} is not a V2 report manifest: {e}") from e
+
+
+def report_cells(data: bytes, *, origin: str) -> int | None:
+    """The cells a stored report was made at when it is partial (None: a complete report).
+
+    Raises:
+        StudyReportError: the bytes are not a report manifest.
+    """
+    manifest = decode_manifest(data, origin=origin)
+    return manifest.store.cells if manifest.partial else None

@@ -23,7 +23,9 @@ def test_audit_cli_clean_store(tmp_path: Path) -> None:
     _store(tmp_path / "run", b"plain bytes")
     result = CliRunner().invoke(main, ["audit", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("store: ok (NOT_FINALIZED)")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("provider: simulated only")
+    assert lines[1].startswith("store: ok (NOT_FINALIZED)")
     assert result.stdout.rstrip().endswith("audit passed")
     result = CliRunner().invoke(main, ["audit", str(tmp_path / "run"), "--json"])
     report = json.loads(result.stdout)

@@ -39,7 +39,7 @@ def test_preflight_cli_ambient_only_gemini_is_a_failed_check(tmp_path: Path) -> 
         f"{'ok  ' if line.startswith('ok') else 'FAIL'} {name}"
         for line, name in zip(
             lines,
-            ["lock", "schedule", "store", "credential", "generation_config", "sandbox"],
+            ["lock", "schedule", "store", "credential", "generation_config", "sandbox", "provider"],
             strict=True,
         )
     ]
@@ -63,6 +63,7 @@ def test_preflight_cli_json_report(tmp_path: Path) -> None:
         "credential",
         "generation_config",
         "sandbox",
+        "provider",
     ]
     assert report["provider"] == "simulated"
     assert str(tmp_path) not in result.stdout

@@ -87,5 +87,9 @@ def test_store_cli_finalize_incomplete_is_one_line_exit_2(tmp_path: Path) -> Non
     )
     assert result.exit_code == 2
     assert result.stderr.startswith("error: store ")
-    assert result.stderr.endswith("holds 1 of 3 cells; resume it at row 1\n")
+    run = tmp_path / "run"
+    assert result.stderr.endswith(
+        f"holds 1 of 3 cells; continue it with `harness v2 resume {run}` "
+        "(it finalizes when complete)\n"
+    )
     assert result.stderr.count("\n") == 1

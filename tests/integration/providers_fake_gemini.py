@@ -6,9 +6,12 @@ headers, body bytes) and answers each one with the next scripted ``Answer``: a w
 blocked or empty reply, a disconnect before any response byte, a connection reset after the
 request was read, a partial body, or a reply slower than the client's timeout.
 
-It is not a model: it never interprets a prompt, and it answers only ``POST
-/v1beta/models/<model>:generateContent``. Every reply closes the connection (``Connection:
-close``) so no request ever rides on a reused socket and each attempt is one connection.
+It is not a model: it never interprets a prompt. It answers ``POST
+/v1beta/models/<model>:generateContent`` from the script (then ``always``'s answer, by default an
+off-schema 200), and ``GET /v1beta/models/<model>`` (the model's metadata: the preflight request)
+from its own script (then ``metadata_always``'s answer, by default the model's metadata).
+Every reply closes the connection (``Connection: close``) so no request ever rides on a reused
+socket and each attempt is one connection.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ __all__ = [
     "body",
     "disconnect_before_response",
     "echo_credential",
+    "error",
+    "model_metadata",
     "no_candidates",
     "output",
     "partial_body",
@@ -117,6 +122,24 @@ def body(status: int, payload: bytes, content_type: str = "application/json") ->
     return Answer("reply", status=status, content_type=content_type, payload=payload)
 
 
+def error(status: int, grpc_status: str, message: str) -> Answer:
+    """A JSON error reply the way the Gemini API words one."""
+    doc = {"error": {"code": status, "message": message, "status": grpc_status}}
+    return body(status, json.dumps(doc).encode())
+
+
+def model_metadata(model: str = "gemini-2.5-flash") -> Answer:
+    """A 200 reply to ``GET models/<model>``: the metadata the preflight request reads."""
+    doc = {
+        "name": f"models/{model}",
+        "displayName": "Gemini 2.5 Flash (fake)",
+        "inputTokenLimit": 1048576,
+        "outputTokenLimit": 65536,
+        "supportedGenerationMethods": ["generateContent", "countTokens"],
+    }
+    return Answer("reply", payload=json.dumps(doc).encode())
+
+
 def no_candidates() -> Answer:
     """A 200 reply with usage metadata but no candidates at all."""
     reply = {
@@ -168,6 +191,9 @@ def echo_credential(status: int = 400) -> Answer:
 @dataclass
 class _State:
     script: deque[Answer] = field(default_factory=deque)
+    default: Answer | None = None
+    metadata: deque[Answer] = field(default_factory=deque)
+    metadata_default: Answer | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -193,7 +219,29 @@ class _Handler(BaseHTTPRequestHandler):
         )
         with state.lock:
             state.requests.append(recorded)
-            answer = state.script.popleft() if state.script else output({"unscripted": True})
+            if state.script:
+                answer = state.script.popleft()
+            else:
+                answer = state.default or output({"unscripted": True})
+        self.close_connection = True
+        self._play(answer, recorded)
+
+    def do_GET(self) -> None:
+        """Record a metadata request, then play the next scripted metadata answer."""
+        state = self.server.state
+        recorded = RecordedRequest(
+            method="GET",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=b"",
+        )
+        model = self.path.rsplit("/", 1)[-1].split("?", 1)[0]
+        with state.lock:
+            state.requests.append(recorded)
+            if state.metadata:
+                answer = state.metadata.popleft()
+            else:
+                answer = state.metadata_default or model_metadata(model)
         self.close_connection = True
         self._play(answer, recorded)
 
@@ -269,6 +317,27 @@ class FakeGemini:
         """Queue answers, one per future request; unscripted requests get a plain 200."""
         with self._server.state.lock:
             self._server.state.script.extend(answers)
+
+    def always(self, answer: Answer | None) -> None:
+        """Answer every generateContent request past the script with ``answer`` (None: the
+        default off-schema 200)."""
+        with self._server.state.lock:
+            self._server.state.default = answer
+
+    def metadata(self, *answers: Answer) -> None:
+        """Queue answers to metadata (``GET models/<model>``) requests."""
+        with self._server.state.lock:
+            self._server.state.metadata.extend(answers)
+
+    def metadata_always(self, answer: Answer | None) -> None:
+        """Answer every metadata request past its script with ``answer`` (None: the metadata)."""
+        with self._server.state.lock:
+            self._server.state.metadata_default = answer
+
+    @property
+    def generate_requests(self) -> list[RecordedRequest]:
+        """The generateContent requests received so far."""
+        return [r for r in self.requests if r.method == "POST"]
 
     def __enter__(self) -> FakeGemini:
         self._thread.start()

@@ -192,6 +192,42 @@ CASES: list[tuple[str, list[Answer], FailureKind | None, int, int | None]] = [
         1,
         200,
     ),
+    (
+        "permission_denied_403",
+        [body(403, b'{"error": {"code": 403, "message": "no", "status": "PERMISSION_DENIED"}}')],
+        FailureKind.AUTHENTICATION_FAILED,
+        1,
+        403,
+    ),
+    (
+        "unauthenticated_401",
+        [body(401, b'{"error": {"code": 401, "message": "no", "status": "UNAUTHENTICATED"}}')],
+        FailureKind.AUTHENTICATION_FAILED,
+        1,
+        401,
+    ),
+    (
+        # How Gemini answers a wrong key: 400 INVALID_ARGUMENT with reason API_KEY_INVALID.
+        "api_key_invalid_400",
+        [
+            body(
+                400,
+                b'{"error": {"code": 400, "message": "API key not valid. Please pass a valid API '
+                b'key.", "status": "INVALID_ARGUMENT", "details": [{"@type": '
+                b'"type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}',
+            )
+        ],
+        FailureKind.AUTHENTICATION_FAILED,
+        1,
+        400,
+    ),
+    (
+        "model_not_found_404",
+        [body(404, b'{"error": {"code": 404, "message": "no model", "status": "NOT_FOUND"}}')],
+        FailureKind.NOT_FOUND,
+        1,
+        404,
+    ),
     ("no_candidates", [no_candidates()], FailureKind.NO_CANDIDATES, 1, 200),
     ("prompt_blocked", [blocked("SAFETY")], FailureKind.BLOCKED, 1, 200),
     ("finish_safety", [text(None, finish_reason="SAFETY")], FailureKind.BLOCKED, 1, 200),
@@ -425,8 +461,14 @@ def test_gemini_never_leaks_the_credential(
             results.append(await provider.generate(_request(), audit))
 
     caplog.set_level(logging.DEBUG)
-    with structlog.testing.capture_logs() as events:
-        trio.run(go)
+    saved = structlog.get_config()
+    # Per-attempt events are debug: let them through here.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with structlog.testing.capture_logs() as events:
+            trio.run(go)
+    finally:
+        structlog.configure(**saved)
     provider.close()
     # The fake really echoed the key, so there was something to leak.
     assert KEY in fake.requests[0].headers["x-goog-api-key"]
@@ -478,3 +520,43 @@ def test_importing_the_providers_package_does_not_import_the_sdk() -> None:
     code = "import sys, harness.providers; print('google.genai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_gemini_probe_reads_the_model_metadata_and_spends_no_tokens(fake: FakeGemini) -> None:
+    audit, journal, blobs = memory_audit()
+    provider = GeminiProvider(
+        Credential(KEY, CredentialSource(kind="env", name="K")), base_url=fake.base_url
+    )
+    try:
+        record = provider.probe(_config(), audit)
+    finally:
+        provider.close()
+    assert [(r.method, r.path) for r in fake.requests] == [
+        ("GET", "/v1beta/models/gemini-2.5-flash")
+    ]
+    assert fake.requests[0].headers["x-goog-api-key"] == KEY
+    assert record.status is AttemptStatus.SUCCEEDED
+    assert record.role == "preflight"
+    assert (record.usage.prompt_tokens, record.usage.output_tokens, record.cost_usd) == (0, 0, 0.0)
+    assert record.response_blob is not None
+    assert b"models/gemini-2.5-flash" in blobs.get(record.response_blob)
+    assert journal.records == [record]
+    assert not journal.open_attempts
+
+
+def test_gemini_probe_reports_a_rejected_key_in_the_providers_words(fake: FakeGemini) -> None:
+    fake.metadata(
+        body(403, b'{"error": {"code": 403, "message": "nope", "status": "PERMISSION_DENIED"}}')
+    )
+    audit, journal, _ = memory_audit()
+    provider = GeminiProvider(
+        Credential(KEY, CredentialSource(kind="env", name="K")), base_url=fake.base_url
+    )
+    try:
+        record = provider.probe(_config(), audit)
+    finally:
+        provider.close()
+    assert record.status is AttemptStatus.FAILED
+    assert record.failure_kind is FailureKind.AUTHENTICATION_FAILED
+    assert record.failure_detail == "HTTP 403 PERMISSION_DENIED: nope"
+    assert journal.records == [record]

@@ -45,3 +45,22 @@ def test_an_unexpected_exception_in_the_group_is_not_hidden() -> None:
 def test_infrastructure_failures_share_one_exit_code() -> None:
     assert ProviderOutageError.exit_code == InfrastructureError.exit_code == 75
     assert ToolChildKilledError.exit_code == 75
+
+
+def test_ctrl_c_wrapped_in_a_group_is_one_line_exit_130() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from harness.cli import _Main
+
+    @click.group(cls=_Main)
+    def cli() -> None:
+        """A group with the harness's error handling."""
+
+    @cli.command("stop")
+    def stop() -> None:
+        raise BaseExceptionGroup("trio", [KeyboardInterrupt()])
+
+    result = CliRunner().invoke(cli, ["stop"])
+    assert result.exit_code == 130
+    assert result.stderr == "error: interrupted (Ctrl-C); nothing more was written\n"

@@ -28,7 +28,7 @@ import pytest
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 PACKAGES: Final = ("harness", "preflight")
-_CLI_ENTRY: Final = frozenset({"harness.cli", "harness.__main__"})
+_CLI_ENTRY: Final = frozenset({"harness.cli", "harness.__main__", "harness._entry"})
 _ECT_MAY_IMPORT: Final = ("harness.ect", "harness.canonical")
 _DYNAMIC_IMPORTS: Final = frozenset({"import_module", "__import__"})
 

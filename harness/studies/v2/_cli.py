@@ -14,13 +14,22 @@ from pathlib import Path
 import click
 import msgspec
 
-from harness.providers.selection import ProviderSelection, provider_options
+from harness.log import verbosity
+from harness.providers.selection import (
+    ProviderFlags,
+    ProviderSelection,
+    provider_options,
+    resume_provider_options,
+)
+from harness.store import VerifyStatus
+from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.study import (
     Outcome,
     default_store_dir,
     execute,
     read_results,
     status_lines,
+    stored_identity,
     summary_rows,
 )
 from preflight import run_preflight
@@ -38,8 +47,13 @@ _LOCK_HELP = "Study lock the run is bound to (default: schedules/study-lock.json
 
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
     report = outcome.report
+    if outcome.complete:
+        click.echo(f"complete: {report.done} cells, manifest {outcome.manifest}")
+        return
     rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
+    lines = status_lines(store)
     click.echo(f"store: {store}")
+    click.echo(lines[1])  # the provider and model
     if outcome.orphaned_attempts:
         click.echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
@@ -54,7 +68,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
             f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
             "rewritten store)"
         )
-    for line in status_lines(store)[4:]:
+    for line in lines[5:]:
         click.echo(line)
 
 
@@ -71,11 +85,17 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
 def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSelection) -> None:
     """Run the whole study into a new store: preflight, 576 cells in order, manifest.
 
-    Ctrl-C or SIGTERM stops after journaling (exit 130); `harness v2 resume DIR` continues.
+    Ctrl-C or SIGTERM stops after journaling (exit 130); so does the provider circuit breaker
+    after consecutive infrastructure failures (exit 75). `harness v2 resume DIR` continues.
     """
     store = store_dir if store_dir is not None else default_store_dir()
     outcome = execute(
-        store, resume=False, selection=provider, preflight=run_preflight, lock_path=lock_path
+        store,
+        resume=False,
+        selection=provider,
+        preflight=run_preflight,
+        lock_path=lock_path,
+        show_progress=verbosity() >= 0,
     )
     _echo_outcome(store, outcome)
 
@@ -83,11 +103,21 @@ def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSe
 @v2_group.command("resume")
 @click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
-@provider_options
-def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderSelection) -> None:
-    """Continue a store from its verified prefix (a torn tail is repaired, never rewritten)."""
+@resume_provider_options
+def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags) -> None:
+    """Continue a store from its verified prefix (a torn tail is repaired, never rewritten).
+
+    The provider, model, endpoint and generation config come from the store's genesis; only
+    the credential is given again (a gemini store needs --credential-file or --credential-env).
+    A flag that contradicts the store is refused. A finalized store: exit 0, nothing written.
+    """
     outcome = execute(
-        store_dir, resume=True, selection=provider, preflight=run_preflight, lock_path=lock_path
+        store_dir,
+        resume=True,
+        selection=provider,
+        preflight=run_preflight,
+        lock_path=lock_path,
+        show_progress=verbosity() >= 0,
     )
     _echo_outcome(store_dir, outcome)
 
@@ -96,9 +126,12 @@ def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderSelect
 @click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the per-pipeline counts as JSON.")
 def status_cmd(store_dir: Path, as_json: bool) -> None:
-    """Verification state, committed cells and per-pipeline outcome counts so far."""
+    """Verification state, committed cells and per-pipeline outcome counts so far.
+
+    Exit 0, or 5 when a live writer holds the store (the counts are its committed snapshot).
+    """
+    results, view = read_results(store_dir)
     if as_json:
-        results, view = read_results(store_dir)
         doc = {
             "store": str(store_dir),
             "status": view.report.status.value,
@@ -107,9 +140,13 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "finalized": view.report.finalized,
             "manifest": view.report.manifest_digest,
             "simulated": any(r.simulated for r in results),
+            "provider": msgspec.to_builtins(stored_identity(view)),
             "pipelines": summary_rows(results),
         }
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
-        return
-    for line in status_lines(store_dir):
-        click.echo(line)
+    else:
+        for line in status_lines(store_dir, read=(results, view)):
+            click.echo(line)
+    if view.report.status is VerifyStatus.IN_PROGRESS:
+        sys.stdout.flush()
+        sys.exit(EXIT_IN_PROGRESS)

@@ -30,6 +30,7 @@ __all__ = [
     "ORDER",
     "AnalysisParams",
     "Budget",
+    "CircuitBreaker",
     "Exclusion",
     "FaultAssignment",
     "H2Test",
@@ -59,6 +60,14 @@ class Budget(_Frozen, frozen=True, kw_only=True):
 
     decisions: Annotated[int, msgspec.Meta(ge=1)]
     additional_tool_calls: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class CircuitBreaker(_Frozen, frozen=True, kw_only=True):
+    """When a run stops for an outage: after this many consecutive provider attempts that
+    failed for infrastructure reasons (``harness.providers.INFRASTRUCTURE_FAILURES``: a rejected
+    key, an exhausted quota, a missing model, no connection). Unusable replies never count."""
+
+    consecutive_infrastructure_failures: Annotated[int, msgspec.Meta(ge=1)]
 
 
 class FaultAssignment(_Frozen, frozen=True, kw_only=True):
@@ -131,6 +140,7 @@ class V2Config(_Frozen, frozen=True, kw_only=True):
     seeds: tuple[int, ...]
     order: tuple[str, ...]
     budget: Budget
+    circuit_breaker: CircuitBreaker
     tool_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)]
     fault_assignment: FaultAssignment
     excluded_from_confirmatory: Exclusion

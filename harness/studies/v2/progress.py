@@ -1,12 +1,17 @@
-"""The run's progress line on stderr: cells done, current cell, provider calls, tokens, cost, ETA.
+"""The run's progress line on stderr: cells done, current cell, provider calls, failed attempts,
+tokens, cost, ETA.
 
-On a terminal the line is redrawn in place; otherwise (a log file, CI) one line is written every
-``every`` cells and at the end, so logs stay short. Progress is display only: nothing here is
+On a terminal the line is redrawn in place, cut to the terminal's width so it never wraps;
+otherwise (a log file, CI) no line is drawn and one summary line is written every ``every``
+cells and at the end, so logs stay short. Failed provider attempts are counted as they are
+journaled, with the current streak of infrastructure failures, so a failing key or network is
+visible before the circuit breaker stops the run. Progress is display only: nothing here is
 recorded or hashed, and the wall clock it reads (a monotonic one) never reaches a result.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import Final, TextIO
 
@@ -54,6 +59,8 @@ class Progress:
         self.provider_calls = 0
         self.tokens = 0
         self.cost_usd = 0.0
+        self.failed = 0
+        self.streak = 0
         self._current = ""
         self._written = -1
 
@@ -65,6 +72,7 @@ class Progress:
         return (
             f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} cells"
             f" | {self._current or '-'} | provider calls {self.provider_calls}"
+            f" | failed {self.failed}{f' (streak {self.streak})' if self.streak else ''}"
             f" | tokens {_tokens(self.tokens)} | cost ${self.cost_usd:.4f}"
             f" | elapsed {_clock(elapsed)} | ETA {eta}"
         )
@@ -72,7 +80,11 @@ class Progress:
     def _write(self, final: bool = False) -> None:
         self._written = self._done
         if self._live:
-            self._stream.write("\r\x1b[2K" + self._line() + ("\n" if final else ""))
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            line = self._line()
+            if len(line) > width:
+                line = line[: width - 3] + "..."
+            self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
         else:
             self._stream.write(self._line() + "\n")
         self._stream.flush()
@@ -81,6 +93,13 @@ class Progress:
         """A cell begins (shown live only)."""
         self._current = cell_id
         if self._live:
+            self._write()
+
+    def failures(self, failed: int, streak: int) -> None:
+        """Failed provider attempts so far this session, and the current infrastructure streak."""
+        changed = (failed, streak) != (self.failed, self.streak)
+        self.failed, self.streak = failed, streak
+        if self._live and changed:
             self._write()
 
     def finish(self, *, provider_calls: int, tokens: int, cost_usd: float) -> None:

@@ -6,6 +6,13 @@ to content-addressed blobs), then commit the cell's ``CellResult`` together with
 provider-attempt audit group in one record. Rows are never skipped, repeated or reordered (the
 store refuses it), and a resumed run starts at the first row the verified prefix lacks.
 
+A circuit breaker watches every provider attempt as it is journaled: after ``limit``
+consecutive attempts that failed for infrastructure reasons (``INFRASTRUCTURE_FAILURES``: a
+rejected key, an exhausted quota, a missing model, no connection) it stops the run the way a
+signal does, and a cell none of whose attempts reached the model is never committed either (it
+measured an outage, not the policy): the run stops before it, and resume runs it again. An
+unusable reply is an answer: it resets the streak and stays a study outcome.
+
 SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the cell in flight is cancelled and not
 committed (its attempts are already journaled, so resume reports and binds them), every
 committed cell stays, the writer lock is released, and the run ends with ``RunStoppedError``
@@ -25,9 +32,10 @@ from typing import Any
 
 import trio
 
-from harness.errors import StoreHasCellsError, StoreNotFoundError
+from harness.errors import StoreHasCellsError, StoreNotFoundError, V2StudyError
 from harness.log import get_logger
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
+from harness.providers.kinds import AttemptStatus, infrastructure_cause
 from harness.providers.protocol import Provider
 from harness.store import RunStore, verify_store
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
@@ -40,6 +48,7 @@ from harness.worlds import build_tasks, generate_world
 from harness.worlds.tasks import Task
 
 __all__ = [
+    "Breaker",
     "RunReport",
     "StoreAudit",
     "StudyInputs",
@@ -104,16 +113,69 @@ def prepare(config: V2Config, rows: Sequence[Row]) -> StudyInputs:
     )
 
 
+class BreakerTrippedError(Exception):
+    """Internal: the breaker refuses to begin another attempt (the cell in flight is dropped)."""
+
+
+class Breaker:
+    """The circuit breaker over consecutive infrastructure failures (see the module docstring).
+
+    Attributes:
+        limit: consecutive infrastructure failures that stop the run (the frozen config's K).
+        streak: the current run of consecutive infrastructure failures.
+        failed: attempts of this session that did not succeed (any reason).
+        tripped: why the breaker stopped the run, or None.
+    """
+
+    def __init__(self, limit: int, progress: Progress | None = None) -> None:
+        self.limit = max(1, limit)
+        self.streak = 0
+        self.failed = 0
+        self.last: str | None = None
+        self.tripped: str | None = None
+        self._progress = progress
+
+    def observe(self, record: AttemptRecord) -> None:
+        """Count one ended attempt."""
+        if record.status is not AttemptStatus.SUCCEEDED:
+            self.failed += 1
+        cause = infrastructure_cause(record.failure_kind)
+        if cause is not None:
+            self.streak += 1
+            reason = record.failure_detail or str(record.failure_kind)
+            self.last = f"{cause.value}: {reason}"
+            if self.streak >= self.limit and self.tripped is None:
+                self.tripped = (
+                    f"{self.streak} consecutive provider attempts failed for infrastructure "
+                    f"reasons (last: {self.last})"
+                )
+        elif record.status is not AttemptStatus.ABANDONED:
+            # An answer (usable or not) reached us: the provider works. An abandoned attempt
+            # says nothing either way.
+            self.streak = 0
+        if self._progress is not None:
+            self._progress.failures(self.failed, self.streak)
+
+
+def outage_only(attempts: Sequence[AttemptRecord]) -> bool:
+    """True when every one of ``attempts`` (at least one) failed for an infrastructure reason."""
+    return bool(attempts) and all(
+        infrastructure_cause(a.failure_kind) is not None for a in attempts
+    )
+
+
 class StoreAudit:
     """The run store as the providers' attempt journal and blob sink (timed for the benchmark).
 
     ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
-    after it; ``put`` stores raw bytes content-addressed.
+    after it; ``put`` stores raw bytes content-addressed. With a breaker, every ended attempt is
+    shown to it, and once it has tripped no further attempt is begun.
     """
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, breaker: Breaker | None = None) -> None:
         self._store = store
         self._open: dict[tuple[str, str, int, str], int] = {}
+        self._breaker = breaker
         self.seconds = 0.0
 
     @staticmethod
@@ -121,7 +183,13 @@ class StoreAudit:
         return (item.cell_id, item.role.value, item.attempt_index, item.request_hash)
 
     def begin(self, intent: AttemptIntent) -> None:
-        """Journal an attempt about to be sent."""
+        """Journal an attempt about to be sent.
+
+        Raises:
+            BreakerTrippedError: the breaker has tripped; nothing is journaled or sent.
+        """
+        if self._breaker is not None and self._breaker.tripped is not None:
+            raise BreakerTrippedError(self._breaker.tripped)
         started = time.perf_counter()
         key = self._key(intent)
         if key in self._open:
@@ -138,6 +206,8 @@ class StoreAudit:
         blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
         self._store.journal_end(begun, record, blobs=blobs)
         self.seconds += time.perf_counter() - started
+        if self._breaker is not None:
+            self._breaker.observe(record)
 
     def put(self, data: bytes) -> str:
         """Store raw bytes; return their address."""
@@ -162,6 +232,8 @@ class RunReport:
     done: int
     committed: int = 0
     stopped_by: str | None = None
+    outage: str | None = None
+    failed_attempts: int = 0
     tool_seconds: float = 0.0
     provider_seconds: float = 0.0
     policy_seconds: dict[str, float] = field(default_factory=dict)
@@ -202,8 +274,9 @@ async def _cells(
     stop: _Stop,
     keep_results: bool,
     first_blobs: Sequence[str],
+    breaker: Breaker,
 ) -> None:
-    audit_sink = StoreAudit(store)
+    audit_sink = StoreAudit(store, breaker)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
     for index in range(store.next_row_index, len(inputs.rows)):
         if stop.signal is not None:
@@ -211,11 +284,27 @@ async def _cells(
         row = inputs.rows[index]
         if progress is not None:
             progress.start(row.cell_id)
-        with trio.CancelScope() as scope:
-            stop.scope = scope
-            run = await run_cell(inputs.cell(row), provider, tools, audit)
-        stop.scope = None
+        try:
+            with trio.CancelScope() as scope:
+                stop.scope = scope
+                run = await run_cell(inputs.cell(row), provider, tools, audit)
+        except BreakerTrippedError:
+            # The cell in flight is dropped: its attempts are journaled (resume binds them
+            # as orphaned) and it runs again on resume.
+            report.outage = breaker.tripped
+            break
+        finally:
+            stop.scope = None
         if scope.cancelled_caught:
+            break
+        if breaker.tripped is not None:
+            report.outage = breaker.tripped
+            break
+        if outage_only(run.attempts):
+            report.outage = (
+                f"every provider attempt of cell {row.cell_id} failed for infrastructure "
+                f"reasons (last: {breaker.last})"
+            )
             break
         started = time.perf_counter()
         # The session's first record also binds the blobs handed in (the preflight report).
@@ -237,6 +326,7 @@ async def _cells(
                 cost_usd=run.result.cost_usd,
             )
     report.journal_seconds += audit_sink.seconds
+    report.failed_attempts = breaker.failed
 
 
 def run_rows(
@@ -249,6 +339,7 @@ def run_rows(
     keep_results: bool = False,
     handle_signals: bool = True,
     first_blobs: Sequence[str] = (),
+    breaker_limit: int | None = None,
 ) -> RunReport:
     """Run every row from the store's next row on, committing each cell (see the docstring).
 
@@ -262,11 +353,20 @@ def run_rows(
         handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
         first_blobs: stored blobs the session's first committed record binds (the preflight
             report).
+        breaker_limit: consecutive infrastructure failures that stop the run (default: the
+            study config's ``circuit_breaker``).
 
     Returns:
-        What this session did; ``stopped_by`` names the signal when one stopped it.
+        What this session did; ``stopped_by`` names the signal when one stopped it, ``outage``
+        the infrastructure failure that did.
     """
     report = RunReport(store=store.root, total=len(inputs.rows), done=store.next_row_index)
+    limit = (
+        breaker_limit
+        if breaker_limit is not None
+        else inputs.config.circuit_breaker.consecutive_infrastructure_failures
+    )
+    breaker = Breaker(limit, progress)
     stop = _Stop()
     started = time.perf_counter()
 
@@ -275,7 +375,16 @@ def run_rows(
             if handle_signals:
                 await nursery.start(_watch, stop)
             await _cells(
-                store, inputs, provider, tools, progress, report, stop, keep_results, first_blobs
+                store,
+                inputs,
+                provider,
+                tools,
+                progress,
+                report,
+                stop,
+                keep_results,
+                first_blobs,
+                breaker,
             )
             nursery.cancel_scope.cancel()
 
@@ -295,15 +404,33 @@ def existing_cells(root: Path) -> int | None:
         return None
 
 
-def refuse_existing(root: Path) -> None:
-    """``v2 run`` never continues an existing store: say how to resume it instead.
+def refuse_existing(root: Path, resume_hint: str = "") -> None:
+    """``v2 run`` never writes into an existing store or a directory holding anything else.
+
+    Args:
+        root: the ``--store`` directory.
+        resume_hint: options to append to the suggested resume command (the credential).
 
     Raises:
-        StoreHasCellsError: a store exists at ``root``.
+        StoreHasCellsError: a store exists at ``root`` (finalized: see its report; else resume).
+        V2StudyError: ``root`` is a file, or a non-empty directory that holds no store.
     """
-    cells = existing_cells(root)
-    if cells is not None:
+    try:
+        report = verify_store(root)
+    except StoreNotFoundError:
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise V2StudyError(
+                f"{root} is not empty and holds no run store; a run starts in a new or empty "
+                "directory (choose another --store)"
+            ) from None
+        return
+    if report.finalized:
         raise StoreHasCellsError(
-            f"{root} already holds a run store with {cells} committed cells; "
-            f"continue it with `harness v2 resume {root}`"
+            f"{root} already holds a finalized run store ({report.cells} cells, manifest "
+            f"{report.manifest_digest}); see its results with `harness v2 report {root}`"
         )
+    command = " ".join(part for part in ("harness v2 resume", str(root), resume_hint) if part)
+    raise StoreHasCellsError(
+        f"{root} already holds a run store with {report.cells} committed cells; "
+        f"continue it with `{command}`"
+    )

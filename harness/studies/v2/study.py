@@ -3,17 +3,26 @@
 ``execute`` is what ``harness v2 run`` and ``harness v2 resume`` do:
 
 1. read the committed config and schedule (refused when the schedule is not the config's);
-2. ``run`` only: refuse a directory that already holds a store (resume it instead);
-3. open the sandbox backend, then run preflight against exactly the lock, schedule and store
+2. ``resume`` only: a missing store is refused and a finalized one is reported complete, both
+   before anything else runs and with nothing written; the provider identity (provider, model,
+   endpoint, generation config) is read from the store's genesis, only the credential comes
+   from the flags, and a contradicting flag is refused in one line;
+3. ``run`` only: refuse a directory that already holds a store (resume it; a finalized one:
+   see its report) or anything else;
+4. open the sandbox backend, then run preflight against exactly the lock, schedule and store
    paths of this run, the provider selection and the config's generation config - a failed
    check blocks the run; preflight is not optional (``execute`` requires it: the command line
-   hands in ``preflight.run_preflight``, since the harness does not import ``preflight``);
-4. create the store (or open it for resume: verified prefix, torn tail repaired, orphaned
-   attempts reported; a store whose creation was killed before it was published holds nothing
-   and is started afresh), keep the preflight report in it as a blob bound into the session's first
-   commit, and run the remaining rows in order;
-5. once every row is committed, finalize the store (its manifest pins the head) and return
-   the manifest digest.
+   hands in ``preflight.run_preflight``, since the harness does not import ``preflight``). Its
+   ``provider`` check opens the provider and, for a real one, makes one authenticated request
+   that spends no tokens (the model's metadata);
+5. create the store with the provider identity in its genesis (or open it for resume: verified
+   prefix, torn tail repaired, orphaned attempts reported, a partial report removed; a store
+   whose creation was killed before it was published holds nothing and is started afresh),
+   journal the preflight request, keep the preflight report in it as a blob bound into the
+   session's first commit, and run the remaining rows in order;
+6. a signal or the provider circuit breaker stops the run unfinalized (``RunStoppedError``,
+   ``ProviderOutageError``), naming the exact resume command; once every row is committed,
+   finalize the store (its manifest pins the head) and return the manifest digest.
 
 ``status_lines`` summarizes a store for ``harness v2 status``: verification, cells, pending
 attempts and per-pipeline counts of the primary outcomes so far. It is a progress view, not
@@ -22,26 +31,53 @@ the confirmatory analysis (``harness v2 report``).
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
-from harness.errors import RunStoppedError, V2StudyError
+from harness.errors import (
+    ProviderOutageError,
+    RunStoppedError,
+    StudyReportError,
+    ToolChildKilledError,
+    V2StudyError,
+)
 from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
-from harness.providers.audit import AttemptRecord
-from harness.providers.selection import ProviderSelection, open_provider
+from harness.providers.audit import AttemptIntent, AttemptRecord, memory_audit
+from harness.providers.kinds import ProviderName
+from harness.providers.protocol import Provider
+from harness.providers.selection import (
+    ProviderFlags,
+    ProviderIdentity,
+    ProviderSelection,
+    credential_option,
+    open_provider,
+    probe_provider,
+    provider_identity,
+    select_provider,
+    selection_for_resume,
+)
 from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
-from harness.store import RunStore, finalize_store, read_store
+from harness.store import (
+    RunStore,
+    StoreView,
+    VerifyStatus,
+    finalize_store,
+    read_store,
+    verify_store,
+)
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
@@ -61,10 +97,14 @@ __all__ = [
     "execute",
     "killed_before_publish",
     "read_results",
+    "provider_line",
+    "resume_command",
     "status_lines",
+    "stored_identity",
 ]
 
 _log = get_logger("harness.studies.v2")
+_IDENTITY_KEY: Final = "provider"
 
 
 class PreflightCheck(Protocol):
@@ -83,6 +123,7 @@ class PreflightCheck(Protocol):
         generation_config: GenerationConfig,
         schedule_source: Callable[[], Sequence[Mapping[str, Any]]],
         sandbox: Callable[[], ChildBackend],
+        provider_probe: Callable[[], tuple[bool, str]] | None = None,
     ) -> PreflightReport:
         """The report of every check (``report.ok`` only when all passed)."""
         ...
@@ -90,11 +131,15 @@ class PreflightCheck(Protocol):
 
 @dataclass(frozen=True)
 class Outcome:
-    """What ``execute`` did: the session's report and, when complete, the manifest digest."""
+    """What ``execute`` did: the session's report and, when complete, the manifest digest.
+
+    ``complete`` is true when resume found the store already finalized and wrote nothing.
+    """
 
     report: RunReport
     manifest: str | None
     orphaned_attempts: int
+    complete: bool = False
 
 
 def default_store_dir(now: datetime | None = None) -> Path:
@@ -120,6 +165,7 @@ def _preflight(
     selection: ProviderSelection,
     config: V2Config,
     backend: ChildBackend,
+    probe: Callable[[], tuple[bool, str]],
 ) -> PreflightReport:
     report = check(
         lock_path,
@@ -129,6 +175,7 @@ def _preflight(
         generation_config=config.generation_config,
         schedule_source=canonical_schedule,
         sandbox=lambda: backend,
+        provider_probe=probe,
     )
     for line in report.lines():
         _log.info("v2.preflight", check=line)
@@ -145,79 +192,258 @@ def _read_lock(path: Path) -> bytes:
         ) from e
 
 
+def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
+    """The exact command that continues ``store_dir``: the credential option the run used, and
+    the lock when one was named (the provider itself comes from the store's genesis)."""
+    parts = ["harness v2 resume", shlex.quote(str(store_dir))]
+    if lock_path is not None:
+        parts.append(f"--lock {shlex.quote(str(lock_path))}")
+    option = credential_option(selection)
+    if option:
+        parts.append(option)
+    return " ".join(parts)
+
+
+def stored_identity(view: StoreView) -> ProviderIdentity | None:
+    """The provider identity a store's genesis binds (None: a store made before it was bound).
+
+    Raises:
+        V2StudyError: the genesis holds an identity that is not a provider identity.
+    """
+    genesis = view.genesis
+    plain = None if genesis is None else genesis.identity.get(_IDENTITY_KEY)
+    if plain is None:
+        return None
+    try:
+        return msgspec.convert(plain, ProviderIdentity, strict=False)
+    except msgspec.ValidationError as e:
+        raise V2StudyError(f"the store's genesis holds no valid provider identity: {e}") from e
+
+
+class _Probe:
+    """Opens the provider during preflight and makes its no-token request (gemini only)."""
+
+    def __init__(self, selection: ProviderSelection, config: V2Config) -> None:
+        self._selection = selection
+        self._config = config
+        self.provider: Provider | None = None
+        self.audit, self.journal, self.blobs = memory_audit()
+
+    def __call__(self) -> tuple[bool, str]:
+        self.provider = open_provider(self._selection)
+        return probe_provider(
+            self.provider, self._selection, self._config.generation_config, self.audit
+        )
+
+    def journal_into(self, writer: RunStore) -> None:
+        """Journal the preflight attempt into the store (bound into the next record)."""
+        for address, data in self.blobs.all().items():
+            if writer.put_blob(data) != address:  # the same domain and bytes: never differs
+                raise V2StudyError("a preflight blob changed address in the store")
+        for record in self.journal.records:
+            key = writer.journal_begin(
+                AttemptIntent(
+                    provider=record.provider,
+                    simulated=record.simulated,
+                    model=record.model,
+                    role=record.role,
+                    cell_id=record.cell_id,
+                    prompt_id=record.prompt_id,
+                    attempt_index=record.attempt_index,
+                    retry_reason=record.retry_reason,
+                    request_hash=record.request_hash,
+                    config_digest=record.config_digest,
+                )
+            )
+            blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
+            writer.journal_end(key, record, blobs=blobs)
+
+    def close(self) -> None:
+        # The protocol has no close; the Gemini provider holds HTTP connections it closes.
+        close = getattr(self.provider, "close", None)
+        if callable(close):
+            close()
+
+
+def _finalized(store_dir: Path) -> Outcome | None:
+    """The outcome of resuming a store that is already finalized (None: it is not).
+
+    Raises:
+        StoreNotFoundError: no store at ``store_dir``.
+    """
+    report = verify_store(store_dir)
+    if not report.finalized or report.status is not VerifyStatus.OK:
+        return None
+    ran = RunReport(store=store_dir, total=report.schedule_rows, done=report.cells)
+    return Outcome(report=ran, manifest=report.manifest_digest, orphaned_attempts=0, complete=True)
+
+
 def execute(
     store_dir: Path,
     *,
     resume: bool,
-    selection: ProviderSelection,
+    selection: ProviderSelection | ProviderFlags,
     preflight: PreflightCheck,
     lock_path: Path | None = None,
     config_path: Path | None = None,
     schedule_path: Path | None = None,
     progress_stream: TextIO | None = None,
+    show_progress: bool = True,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
 
     ``preflight`` runs the checks that gate the run (the command line hands in
-    ``preflight.run_preflight``).
+    ``preflight.run_preflight``). For ``run``, ``selection`` is the provider selection; for
+    ``resume`` it may be the flags as given, and the store's genesis supplies the rest.
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
+        StoreNotFoundError: ``resume`` of a directory that holds no store.
+        ProviderSelectionError: resume flags contradict the store's provider identity.
         PreflightFailedError: a preflight check failed (every failed check is named).
+        ProviderOutageError: the circuit breaker stopped the run; committed cells are kept.
         RunStoppedError: SIGINT or SIGTERM stopped the run; committed cells are kept.
         HarnessError: any other expected failure (lock, config, schedule, store, sandbox).
     """
     config, rows, plain, schedule = _inputs(config_path, schedule_path)
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
-    lock_bytes = _read_lock(lock)
-    if not resume:
-        refuse_existing(store_dir)
-    backend = open_backend()
-    report = _preflight(preflight, lock, schedule, store_dir, selection, config, backend)
-    provider = open_provider(selection)
-    inputs = prepare(config, rows)
-    orphans = 0
     if resume and killed_before_publish(store_dir):
         # A run killed while creating its store left only a private partial directory: no
         # cell, no attempt. Resuming it is starting it (create clears the partial).
         _log.warning("v2.resume_unpublished", store=str(store_dir))
         resume = False
-    if resume:
-        resumed = RunStore.open_for_resume(
-            store_dir, lock_bytes, plain, result_type=CellResult, attempt_type=AttemptRecord
-        )
-        writer, orphans = resumed.writer, len(resumed.orphaned_attempts)
-    else:
-        writer = RunStore.create(
-            store_dir, lock_bytes, plain, result_type=CellResult, attempt_type=AttemptRecord
-        )
+    elif resume:
+        done = _finalized(store_dir)  # no store there: StoreNotFoundError, before preflight
+        if done is not None:
+            return done
+    if isinstance(selection, ProviderFlags):
+        selection = _resolve(store_dir, selection, config) if resume else _plain(selection)
+    elif resume:
+        _resolve(store_dir, _flags_of(selection), config)  # refuses a contradicting selection
+    identity = provider_identity(selection, config.generation_config)
+    if not resume:
+        refuse_existing(store_dir, credential_option(selection))
+    lock_bytes = _read_lock(lock)
+    backend = open_backend()
+    probe = _Probe(selection, config)
     try:
-        preflight_blob = record_preflight(writer, report)
-        stream = progress_stream if progress_stream is not None else sys.stderr
-        progress = Progress(
-            stream, total=len(rows), done=writer.next_row_index, live=stream.isatty()
-        )
-        ran = run_rows(
-            writer,
-            inputs,
-            provider,
-            SandboxTools(backend, timeout_s=config.tool_timeout_s),
-            progress=progress,
-            first_blobs=(preflight_blob,),
-        )
+        report = _preflight(preflight, lock, schedule, store_dir, selection, config, backend, probe)
+        if probe.provider is None:  # preflight skipped the probe only when it failed
+            raise V2StudyError("preflight did not open the provider")
+        provider = probe.provider
+        inputs = prepare(config, rows)
+        orphans = 0
+        if resume:
+            resumed = RunStore.open_for_resume(
+                store_dir, lock_bytes, plain, result_type=CellResult, attempt_type=AttemptRecord
+            )
+            writer, orphans = resumed.writer, len(resumed.orphaned_attempts)
+            bound = writer.identity.get(_IDENTITY_KEY)
+            if bound is not None and bound != msgspec.to_builtins(identity):
+                writer.close()
+                raise V2StudyError(f"store {store_dir} changed its identity while it was opened")
+        else:
+            writer = RunStore.create(
+                store_dir,
+                lock_bytes,
+                plain,
+                result_type=CellResult,
+                attempt_type=AttemptRecord,
+                identity={_IDENTITY_KEY: msgspec.to_builtins(identity)},
+            )
+        try:
+            if resume:
+                _supersede_partial_report(store_dir)
+            probe.journal_into(writer)
+            preflight_blob = record_preflight(writer, report)
+            stream = progress_stream if progress_stream is not None else sys.stderr
+            progress = (
+                Progress(stream, total=len(rows), done=writer.next_row_index, live=stream.isatty())
+                if show_progress
+                else None
+            )
+            try:
+                ran = run_rows(
+                    writer,
+                    inputs,
+                    provider,
+                    SandboxTools(backend, timeout_s=config.tool_timeout_s),
+                    progress=progress,
+                    first_blobs=(preflight_blob,),
+                )
+            except* ToolChildKilledError as killed:
+                # The loop cannot know the command; the stop message must name it exactly.
+                again = resume_command(store_dir, selection, lock_path)
+                raise ToolChildKilledError(
+                    f"{killed.exceptions[0]}; continue with `{again}`"
+                ) from None
+        finally:
+            writer.close()
     finally:
-        writer.close()
-        # The protocol has no close; the Gemini provider holds HTTP connections it closes.
-        close = getattr(provider, "close", None)
-        if callable(close):
-            close()
+        probe.close()
+    again = resume_command(store_dir, selection, lock_path)
+    if ran.outage is not None:
+        raise ProviderOutageError(
+            f"provider outage: {ran.outage}; the run stopped after {ran.done}/{ran.total} "
+            f"committed cells ({ran.committed} this session; the cell in flight was dropped "
+            f"and runs again on resume), the store is not finalized; continue with `{again}`"
+        )
     if ran.stopped_by is not None:
         raise RunStoppedError(
             f"stopped by {ran.stopped_by} after {ran.done}/{ran.total} committed cells "
-            f"({ran.committed} this session); continue with `harness v2 resume {store_dir}`"
+            f"({ran.committed} this session); continue with `{again}`"
         )
     manifest = finalize_store(store_dir, len(rows)) if ran.complete else None
     return Outcome(report=ran, manifest=manifest, orphaned_attempts=orphans)
+
+
+def _plain(flags: ProviderFlags) -> ProviderSelection:
+    return select_provider(
+        flags.provider or ProviderName.SIMULATED.value,
+        credential_file=flags.credential_file,
+        credential_env=flags.credential_env,
+        base_url=flags.base_url,
+    )
+
+
+def _flags_of(selection: ProviderSelection) -> ProviderFlags:
+    source = selection.credential
+    return ProviderFlags(
+        provider=selection.provider.value,
+        credential_file=Path(source.name) if source is not None and source.kind == "file" else None,
+        credential_env=source.name if source is not None and source.kind == "env" else None,
+        base_url=selection.base_url,
+    )
+
+
+def _resolve(store_dir: Path, flags: ProviderFlags, config: V2Config) -> ProviderSelection:
+    """The selection a resume uses: the store's identity, the credential from the flags."""
+    stored = stored_identity(read_store(store_dir))
+    if stored is None:
+        # A store made before its genesis bound the provider: the flags decide, as they did.
+        _log.warning("v2.resume_without_identity", store=str(store_dir))
+        return _plain(flags)
+    return selection_for_resume(flags, stored, config.generation_config, str(store_dir))
+
+
+def _supersede_partial_report(store_dir: Path) -> None:
+    """Remove a report written on this store while it was partial: resume makes it stale."""
+    # Imported here: the report pulls in matplotlib, which a run does not otherwise need.
+    from harness.studies.v2_report import REPORT_DIR, REPORT_FILES, REPORT_MANIFEST, report_cells
+
+    directory = store_dir / REPORT_DIR
+    manifest = directory / REPORT_MANIFEST
+    try:
+        made = report_cells(manifest.read_bytes(), origin=str(manifest))
+    except (OSError, StudyReportError):
+        return
+    if made is None:
+        return
+    for name in (*REPORT_FILES, REPORT_MANIFEST):
+        (directory / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+    _log.warning("v2.partial_report_removed", cells=made)
 
 
 def killed_before_publish(store_dir: Path) -> bool:
@@ -285,17 +511,40 @@ def summary_rows(results: Sequence[CellResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def status_lines(store_dir: Path) -> list[str]:
-    """The status of a V2 store, one line each (see the module docstring).
+def provider_line(view: StoreView, results: Sequence[CellResult] = ()) -> str:
+    """``provider: ...`` naming the store's provider and model (from its genesis; a store made
+    before genesis bound them is described by its results)."""
+    stored = stored_identity(view)
+    simulated = (
+        stored.provider is ProviderName.SIMULATED
+        if stored is not None
+        else any(r.simulated for r in results)
+    )
+    if simulated:
+        return (
+            "provider: SIMULATED (deterministic stand-in, not a language model), model none: "
+            "these are results of a simulation"
+        )
+    if stored is not None:
+        return f"provider: {stored.describe()}"
+    return f"provider: {results[0].provider if results else 'unknown'}, model unknown"
+
+
+def status_lines(
+    store_dir: Path, *, read: tuple[list[CellResult], StoreView] | None = None
+) -> list[str]:
+    """The status of a V2 store, one line each (see the module docstring); ``read`` is what
+    ``read_results`` returned, when the caller already read the store.
 
     Raises:
         StoreNotFoundError: no store there.
         V2StudyError: the store holds something other than V2 cell results.
     """
-    results, view = read_results(store_dir)
+    results, view = read if read is not None else read_results(store_dir)
     report = view.report
     lines = [
         f"store: {store_dir}",
+        provider_line(view, results),
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
         + (
@@ -305,13 +554,6 @@ def status_lines(store_dir: Path) -> list[str]:
         ),
         f"attempts journaled but not bound to a record: {report.pending_attempts}",
     ]
-    if any(r.simulated for r in results):
-        lines.append(
-            "provider: SIMULATED (deterministic stand-in, not a language model): "
-            "these are results of a simulation"
-        )
-    elif results:
-        lines.append(f"provider: {results[0].provider}")
     lines.append(
         "primary cells so far (T1 clusters excluded): U = premature unsupported termination "
         "(incomplete), S = supported completion, FC = clean false continuation, R = recovery "
