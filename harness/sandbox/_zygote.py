@@ -7,21 +7,29 @@ socket, and not dumpable. It imports what every call needs (the tool worker, the
 confinement module, ``ctypes``, ``json``, ``resource``) and then only waits. It never reads a
 request, never runs tool code and never confines itself: it holds nothing a child could use.
 
-For each call the harness sends one message on the control socket: a small JSON header (the
-child's environment, working directory and, for ``sandbox exec``, the file's name) and the
-descriptors of the call: a per-call control socket, the child's stdin, stdout and stderr and,
-for ``sandbox exec``, the open file. The zygote forks; the child puts those descriptors in
-place, closes every other one, starts a session of its own, and runs exactly what a spawned
-child runs (``worker.main`` with ``--parent <zygote pid> --confine <tier>``): it confines itself
-with the same tier and the same self-checks before it reads stdin, and exits after its reply.
+Each call gets a child of its own, forked fresh and used once. The zygote forks the next
+call's child ahead of its call: the child closes every descriptor but ``/dev/null`` on 0-2
+and a socket of its own, starts a session of its own, and confines itself with the tier
+(``worker.confine`` with ``--parent <zygote pid>``: the same steps and self-checks as a spawned
+child) before it waits on that socket for its call. For a call the harness sends one message
+on the control socket: a small JSON header (the child's environment, working directory and,
+for ``sandbox exec``, the file's name) and the call's descriptors: a per-call control socket,
+the child's stdin, stdout and stderr and, for ``sandbox exec``, the open file. The zygote
+passes the header and the child's descriptors to the waiting child, which puts them in place,
+closes its socket and runs the worker (the call, or the file) and exits. A child whose
+confinement failed says so on the call's stderr and runs nothing (exit 121).
 
-On the per-call socket the zygote says ``{"pid": N}`` once the child is forked and
+On the per-call socket the zygote says ``{"pid": N}`` once the child has the call and
 ``{"exited": true}`` once it has ended (it stays unreaped, so its pid and process group
 cannot be reused); the harness may send ``kill`` (SIGKILL to the child's process group) at
 any time and ``reap`` once, answered with the exit status and the CPU time and peak memory
-``wait4`` reports. A per-call socket closed early means kill and reap. When the harness goes
-away (the control socket reaches end of file) the zygote kills every child's group and exits.
-Children die with the zygote (``PR_SET_PDEATHSIG``, checked).
+``wait4`` reports (``auto`` instead asks for that answer right after ``exited``, when the
+harness takes no look at the ended child first). With a pid namespace the call runs as pid 1
+and the child's waiting original reports pid 1's end (status, CPU time, peak memory) before
+its own exit tears the namespaces down; that report is the answer. A per-call socket closed
+early means kill and reap. When the harness goes away (the control socket reaches end of
+file) the zygote kills every child's group and exits. Children die with the zygote
+(``PR_SET_PDEATHSIG``, checked).
 
 Standard library only: it runs under ``python -I -S``. It decides nothing about outcomes: the
 harness judges every call exactly as it judges a spawned child.
@@ -151,6 +159,8 @@ class _Call:
         self.report: socket.socket | None = report
         self.reported: dict[str, Any] | None = None
         self.exited = False
+        self.auto = False
+        self.finished = False
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -223,6 +233,19 @@ def main(argv: list[str]) -> int:
         if not call.exited:
             call.exited = True
             _send(call.ctl, {"exited": True})
+            if call.auto:
+                done(call)
+
+    def done(call: _Call) -> None:
+        if call.finished:
+            return
+        call.finished = True
+        key_fd = call.ctl.fileno()
+        finish(call)
+        calls.pop(key_fd, None)
+        if not waiting:
+            # The next call's child confines itself now, not while this call ran beside it.
+            prepare_next()
 
     def finish(call: _Call) -> None:
         """Kill what is left of the call's group, report how it ended, forget the call.
@@ -254,8 +277,9 @@ def main(argv: list[str]) -> int:
             if call.pidfd is not None:
                 sel.unregister(call.pidfd)
                 os.close(call.pidfd)
-        sel.unregister(call.ctl)
-        call.ctl.close()
+        # Closed only once the harness closed its end: closing a socket with a request still
+        # unread (a late ``kill``) would reset it before the harness read the answer.
+        sel.modify(call.ctl, selectors.EVENT_READ, ("drain", call))
 
     _send(control, {"ready": True, "pid": os.getpid()})
     prepare_next()
@@ -291,17 +315,30 @@ def main(argv: list[str]) -> int:
                 sel.register(child.pidfd, selectors.EVENT_READ, ("exit", call))
                 sel.register(child.sock, selectors.EVENT_READ, ("report", call))
                 _send(ctl, {"pid": pid})
-                if not waiting:
-                    prepare_next()
                 continue
             kind, item = data
             if kind == "waiting":
                 # A child died before its call (killed from outside): fork its successor
-                # only when a call needs one.
-                waiting.remove(item)
-                drop(item)
+                # only when a call needs one. (An event of this round may be stale: the
+                # child was given a call earlier in the same round.)
+                if item in waiting:
+                    waiting.remove(item)
+                    drop(item)
                 continue
             call = item
+            if kind == "drain":
+                try:
+                    closed = call.ctl.recv(64) == b""
+                except BlockingIOError:
+                    closed = False
+                except OSError:
+                    closed = True
+                if closed:
+                    sel.unregister(call.ctl)
+                    call.ctl.close()
+                continue
+            if call.finished and kind != "reap":
+                continue  # a stale event of this round: the call was finished by an earlier one
             if kind == "reap":
                 sel.unregister(call.pidfd)
                 os.close(call.pidfd)
@@ -343,10 +380,13 @@ def main(argv: list[str]) -> int:
                 request = b""
             if request == b"kill":
                 call.kill()
+            elif request == b"auto":
+                # No look at the ended child is wanted: reap it as soon as it has ended.
+                call.auto = True
+                if call.exited:
+                    done(call)
             elif request in (b"reap", b""):
-                key_fd = call.ctl.fileno()
-                finish(call)
-                calls.pop(key_fd, None)
+                done(call)
 
 
 if __name__ == "__main__":
