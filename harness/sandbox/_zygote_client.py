@@ -190,22 +190,22 @@ class Zygote:
                 ctl_theirs.close()
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
-            with ctl:
-                return self._converse(
-                    ctl,
-                    in_w,
-                    out_r,
-                    err_r,
-                    stdin,
-                    start=start,
-                    deadline=deadline,
-                    max_stdout=max_stdout,
-                    max_stderr=max_stderr,
-                    on_exit=on_exit,
-                    on_start=on_start,
-                    close_stdin=close_stdin,
-                )
+            return self._converse(
+                ctl,
+                in_w,
+                out_r,
+                err_r,
+                stdin,
+                start=start,
+                deadline=deadline,
+                max_stdout=max_stdout,
+                max_stderr=max_stderr,
+                on_exit=on_exit,
+                on_start=on_start,
+                close_stdin=close_stdin,
+            )
         finally:
+            ctl.close()
             close_stdin()
             os.close(out_r)
             os.close(err_r)
