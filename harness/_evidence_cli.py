@@ -2,7 +2,7 @@
 ``export`` (``v2 report`` is added to the ``v2`` group by ``harness.cli``).
 
 Thin: each command reads its paths, calls the library (``harness.lock``, ``preflight``,
-``harness.audit``, ``harness.studies.v2_replay``, ``harness.studies.v2_export``), prints, and
+``harness.audit``, ``harness.studies.v2.replay``, ``harness.studies.v2.export``), prints, and
 exits. Expected failures are ``HarnessError`` subclasses, printed as one line by ``harness.cli``.
 """
 
@@ -22,8 +22,8 @@ from harness.providers import scrub_ambient
 from harness.resources import data_path, is_checkout
 from harness.store import lock_digest
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2_export import export_bundle
-from harness.studies.v2_replay import render_replay, replay_store
+from harness.studies.v2.export import export_bundle
+from harness.studies.v2.replay import render_replay, replay_store
 from preflight._cli import preflight_cmd
 
 __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]

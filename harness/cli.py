@@ -37,7 +37,7 @@ _SCHEMAS: Final[dict[str, Any]] = {
 
 
 def _static_group() -> click.Group:
-    from harness.studies._static_cli import add_static_commands
+    from harness.studies.static._cli import add_static_commands
     from harness.worlds._cli import static_group
 
     root = click.Group()
@@ -47,9 +47,9 @@ def _static_group() -> click.Group:
 
 
 def _v2_group() -> click.Group:
-    from harness.studies._v2_report_cli import v2_report_cmd
-    from harness.studies._v2_show_cli import v2_cells_cmd, v2_show_cmd
     from harness.studies.v2._cli import v2_group
+    from harness.studies.v2._report_cli import v2_report_cmd
+    from harness.studies.v2._show_cli import v2_cells_cmd, v2_show_cmd
 
     v2_group.add_command(v2_report_cmd)
     v2_group.add_command(v2_show_cmd)

@@ -302,7 +302,7 @@ class ManifestMismatchError(BenchmarkError):
     exit_code = 3
 
 
-# Evidence family (harness/lock.py, audit.py, studies/v2_report.py, replay.py, export.py).
+# Evidence family (harness/lock.py, audit.py, studies/v2/report.py, replay.py, export.py).
 
 
 class StudyLockError(HarnessError):
@@ -330,7 +330,11 @@ class StudyReportError(HarnessError):
 
 
 class ReplayMismatchError(StudyReportError):
-    """Replay recomputed something that differs from what the store or report holds."""
+    """Replay recomputed something that differs from what the store or report holds.
+
+    Raised inside a replayed cell when it asks for a provider attempt or tool call other than
+    the one its store recorded; ``harness replay`` counts it as a mismatch of that cell.
+    """
 
     exit_code = 3
 

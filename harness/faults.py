@@ -62,7 +62,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
-from harness.ect.model import Certificate, Claim, Ledger, Receipt, SlotRequirement
+from harness.ect.model import Certificate, Claim, Ledger, Receipt
 from harness.ect.transforms import (
     Difference,
     GroupedSumTopK,
@@ -76,6 +76,7 @@ from harness.ect.transforms import (
     replay,
 )
 from harness.errors import FaultNotApplicableError
+from harness.perturb import perturb
 from harness.tools.adapter import ToolCall, build_ledger, receipts_for_call
 from harness.tools.catalog import call_tool, transient_failure
 from harness.worlds.snapshots import (
@@ -323,35 +324,14 @@ def _f5(clean: Snapshot, task: Task, _world: Mapping[str, Any]) -> Snapshot:
     return _derive(clean, task, "F5", claims=_claims(clean)[:-1])
 
 
-def _alter(value: Any, slot: SlotRequirement) -> Any:
-    """A different value of the same shape, as a careless synthesis step would write."""
-    if value is None:
-        return 0
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + max(1, abs(value) // 10)
-    if isinstance(value, float):
-        return value * 1.1 if value else 1.0
-    if isinstance(value, str):
-        # Another member of the same kind (a date for a date, an entity for an entity).
-        dates = [d for d in slot.scope.dates if d is not None]
-        pool = dates if value in dates else list(slot.scope.entities)
-        return next((p for p in pool if p != value), value + "-")
-    if isinstance(value, list):
-        if len(value) > 1:
-            return [value[1], value[0], *value[2:]]
-        return [_alter(value[0], slot)] if value else ["?"]
-    if isinstance(value, dict) and value:
-        first = sorted(value)[0]
-        return {**value, first: _alter(value[first], slot)}
-    raise FaultNotApplicableError(f"cannot alter a claimed value of type {type(value).__name__}")
-
-
 def _f6(clean: Snapshot, task: Task, _world: Mapping[str, Any]) -> Snapshot:
     claims = _claims(clean)
     first = claims[0]
-    altered = msgspec.structs.replace(first, value=_alter(first.value, task.requirements.slots[0]))
+    try:
+        value = perturb(first.value, task.requirements.slots[0], strict=True)
+    except ValueError as e:
+        raise FaultNotApplicableError(str(e)) from e
+    altered = msgspec.structs.replace(first, value=value)
     return _derive(clean, task, "F6", claims=_with_claim(claims, 0, altered))
 
 

@@ -52,7 +52,7 @@ from harness.providers.config import (
     config_digest,
 )
 from harness.resources import code_root, data_path
-from harness.safeio import MAX_READ, read_input
+from harness.safeio import MAX_READ, read_input, write_atomic
 
 __all__ = [
     "COVERED_FILES",
@@ -399,11 +399,9 @@ def write_lock(path: Path, root: Path | None = None) -> tuple[StudyLock, bytes]:
     """
     lock = build_lock(root)
     data = encode_lock(lock)
-    tmp = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data)
     except OSError as e:
         raise StudyLockError(f"cannot write the study lock {path}: {e.strerror}") from e
     return lock, data

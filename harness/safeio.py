@@ -1,4 +1,4 @@
-"""Bounded, no-follow reading of files: the one home for how the harness reads what it is given.
+"""Bounded, no-follow reading of files, and the one atomic replace of a file by new bytes.
 
 A store directory, a certificate or a policy file may be hostile: a symlink pointing outside,
 a FIFO that blocks forever, ``/dev/zero`` or a sparse multi-GB file that grows memory until the
@@ -10,7 +10,12 @@ stated bound, and only then reads, never more than the bound even if the file gr
 Names inside a directory are opened relative to that directory's descriptor (``dir_fd``), so a
 directory swapped for a symlink after it was opened cannot redirect the read.
 
-This module never writes and knows nothing of stores or certificates.
+``write_atomic`` is the one way the harness replaces a whole file outside the store (the lock,
+reports, a static run's run.json and blobs): the bytes go to a hidden temporary beside the file
+and are renamed over it, so a reader sees the old file or the new one, never a torn one. The
+run store's own commit protocol (``harness.store``) has its own injected-fault file layer.
+
+This module knows nothing of stores or certificates.
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ __all__ = [
     "READ_FLAGS_FOLLOW",
     "check_regular",
     "file_kind",
+    "fsync_dir",
     "open_dir",
     "read_fd",
     "read_input",
     "read_input_head",
     "read_regular",
+    "write_atomic",
 ]
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
@@ -211,3 +218,39 @@ def read_input_head(path: Path, limit: int, what: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of the directory ``path`` durable (its new or renamed names).
+
+    Raises:
+        OSError: the directory cannot be opened or synced.
+    """
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """Replace ``path`` by ``data`` atomically (a hidden ``.<name>.tmp`` beside it, renamed over).
+
+    Args:
+        path: the file to write; its directory must exist.
+        data: its new content.
+        durable: fsync the file before the rename and its directory after it, so the new
+            content survives a crash once this returns.
+
+    Raises:
+        OSError: the write, fsync or rename failed (the caller names what it was writing).
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+    tmp.replace(path)
+    if durable:
+        fsync_dir(path.parent)

@@ -20,17 +20,17 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from harness import ect
+from harness.benchmark.build import Benchmark
+from harness.benchmark.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
 from harness.errors import FaultNotApplicableError
 from harness.faults import ALL_FAULTS, STATIC_FAULTS, apply_fault
 from harness.worlds import WORLD_IDS, build_tasks, clean_snapshot, generate_world
-from harness.worlds.benchmark import Benchmark
-from harness.worlds.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
 COLD = """
-from harness.worlds.benchmark import build_benchmark
-from harness.worlds.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
+from harness.benchmark.build import build_benchmark
+from harness.benchmark.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
 bench = build_benchmark()
 assert len(bench.tasks) == 72 and len(bench.static) == 432
 assert manifest_bytes(manifest_of(bench)) == MANIFEST_PATH.read_bytes(), "manifest differs"
@@ -115,7 +115,7 @@ def main() -> None:
     print("warm process, best of rounds per phase:")
     for phase in warm[0]:
         print(f"  {phase:<40} {min(w[phase] for w in warm) * 1000:8.1f} ms")
-    from harness.worlds.benchmark import benchmark
+    from harness.benchmark.build import benchmark
 
     bench = benchmark()
     print(f"\n{len(bench.tasks)} tasks, {len(bench.static)} static + {len(bench.v2)} V2 snapshots")

@@ -29,10 +29,10 @@ from harness.lock import build_lock, study_generation_config, write_lock
 from harness.log import configure
 from harness.providers import select_provider
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
+from harness.studies.v2.export import export_bundle
+from harness.studies.v2.replay import replay_store
+from harness.studies.v2.report import build_report, write_report
 from harness.studies.v2.schedule import DEFAULT_SCHEDULE_PATH, canonical_schedule
-from harness.studies.v2_export import export_bundle
-from harness.studies.v2_replay import replay_store
-from harness.studies.v2_report import build_report, write_report
 from preflight import run_preflight
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,26 +24,25 @@ from pathlib import Path
 
 import trio
 
+from harness.benchmark.build import build_benchmark
+from harness.benchmark.manifest import check_manifest
 from harness.providers import default_generation_config, memory_audit, select_provider
 from harness.providers.simulated import SimulatedProvider
-from harness.studies._static_figure import render_figure
-from harness.studies.static import (
+from harness.studies.static.analysis import analyse, load_run
+from harness.studies.static.figure import render_figure
+from harness.studies.static.report import (
+    render_endpoints,
+    render_table2,
+    render_table3,
+    write_report,
+)
+from harness.studies.static.run import (
     DecisionRecord,
     decide_all,
     run_static,
     study_policies,
     study_snapshots,
 )
-from harness.studies.static_report import (
-    analyse,
-    load_run,
-    render_endpoints,
-    render_table2,
-    render_table3,
-    write_report,
-)
-from harness.worlds.benchmark import build_benchmark
-from harness.worlds.manifest import check_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 5.0
@@ -52,8 +51,8 @@ COLD = """
 import sys
 from pathlib import Path
 from harness.providers import select_provider
-from harness.studies.static import run_static
-from harness.studies.static_report import write_report
+from harness.studies.static.run import run_static
+from harness.studies.static.report import write_report
 out = Path(sys.argv[1])
 selection = select_provider("simulated", credential_file=None, credential_env=None, base_url=None)
 info = run_static(out, split="heldout", selection=selection)

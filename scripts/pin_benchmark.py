@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.worlds.benchmark import build_benchmark
-from harness.worlds.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
+from harness.benchmark.build import build_benchmark
+from harness.benchmark.manifest import MANIFEST_PATH, manifest_bytes, manifest_of
 
 
 def main(out: Path) -> None:

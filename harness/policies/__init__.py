@@ -1,7 +1,8 @@
 """Termination policies: who may say an agent is done, stuck, or must continue.
 
-Every policy decides on the same blinded ``SnapshotView`` (task identity, question, descriptor,
-contract, trace, ledger, certificate, answer, message, recovery state) and returns a
+Every policy decides on the same blinded ``SnapshotView`` (``harness.policies.view``: task
+identity, question, descriptor, contract, trace, ledger, certificate, answer, message, recovery
+state; no benchmark import) and returns a
 ``PolicyDecision``: complete | continue | stuck, its reason codes, the kind of rule that
 decided, and the provider attempts it spent.
 
@@ -41,6 +42,7 @@ from harness.policies.heuristic import MIN_PRIOR_CALLS, MIN_RESPONSE_CHARS, Perm
 from harness.policies.postcondition import PostconditionOracle
 from harness.policies.reasons import PolicyReason
 from harness.policies.self_check import SelfCheck
+from harness.policies.view import RecoveryState, SnapshotView
 
 __all__ = [
     "ABLATION_CHECKS",
@@ -62,7 +64,9 @@ __all__ = [
     "PolicyDecision",
     "PolicyReason",
     "PostconditionOracle",
+    "RecoveryState",
     "SelfCheck",
+    "SnapshotView",
     "attempt_id",
     "fast_path",
     "view_digest",

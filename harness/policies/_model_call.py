@@ -17,6 +17,7 @@ import msgspec
 from harness.ect.model import Verdict
 from harness.policies.decision import DecisionSource, PolicyDecision, attempt_id, view_digest
 from harness.policies.reasons import PolicyReason
+from harness.policies.view import SnapshotView
 from harness.providers.audit import Audit
 from harness.providers.critic import (
     CriticDecision,
@@ -27,7 +28,6 @@ from harness.providers.critic import (
     verdict,
 )
 from harness.providers.protocol import Provider, ProviderRequest
-from harness.worlds.snapshots import SnapshotView
 
 __all__ = ["ask_critic", "cell_id_for", "critic_view_of"]
 

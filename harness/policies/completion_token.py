@@ -11,7 +11,7 @@ from harness.ect.model import Verdict
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import carries_completion_token
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["CompletionToken"]
 

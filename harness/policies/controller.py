@@ -21,7 +21,7 @@ from harness.ect.model import Verdict
 from harness.policies.critic_core import CriticCore
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["RECOVERY_ATTEMPTS", "Controller"]
 

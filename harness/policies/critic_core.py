@@ -26,11 +26,11 @@ from harness.policies._model_call import ask_critic, cell_id_for, critic_view_of
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import carries_completion_token, has_final_response, trailing_repeats
+from harness.policies.view import SnapshotView
 from harness.providers.audit import Audit
 from harness.providers.config import GenerationConfig
 from harness.providers.critic import critic_request
 from harness.providers.protocol import Provider
-from harness.worlds.snapshots import SnapshotView
 
 __all__ = ["STUCK_REPEATS", "CriticCore", "fast_path"]
 

@@ -20,8 +20,8 @@ import msgspec
 
 from harness.canonical import Domain, digest
 from harness.ect.model import Verdict
+from harness.policies.view import SnapshotView
 from harness.providers.audit import AttemptRecord
-from harness.worlds.snapshots import SnapshotView
 
 __all__ = [
     "DecisionSource",

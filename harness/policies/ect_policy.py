@@ -47,7 +47,7 @@ from harness.ect.verifier import Check, verify
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import trailing_repeats
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["ABLATION_CHECKS", "STAGNATION_REPEATS", "Ablation", "EctPolicy"]
 

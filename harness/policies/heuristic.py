@@ -16,7 +16,7 @@ from harness.ect.model import Verdict
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import has_final_response
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["MIN_PRIOR_CALLS", "MIN_RESPONSE_CHARS", "PermissiveHeuristic"]
 

@@ -18,7 +18,7 @@ from harness.ect.model import Verdict
 from harness.ect.transforms import values_match
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["PostconditionOracle"]
 

@@ -12,7 +12,7 @@ from harness.ect.model import Verdict
 from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import self_check_approved
-from harness.worlds.snapshots import SnapshotView
+from harness.policies.view import SnapshotView
 
 __all__ = ["SelfCheck"]
 

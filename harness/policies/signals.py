@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from harness.canonical import canonical_bytes
+from harness.policies.view import SnapshotView
 from harness.tools.adapter import ToolCall
-from harness.worlds.snapshots import SnapshotView
 
 __all__ = [
     "COMPLETION_TOKEN",

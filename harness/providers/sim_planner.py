@@ -42,6 +42,7 @@ import msgspec
 from harness.ect.model import Requirements, SlotRequirement
 from harness.ect.transforms import Item, ReplayError, Transform, replay
 from harness.errors import SimulatedViewError
+from harness.perturb import perturb
 from harness.providers.config import PlannerBehaviour
 from harness.providers.planner import (
     PlannerFeedback,
@@ -86,24 +87,6 @@ def _call_for(scope: ScopeKey) -> dict[str, Any] | None:
 
 def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "))
-
-
-def _perturb(value: Any, slot: SlotRequirement) -> Any:
-    """A plausible wrong value of the same shape (an arithmetic slip, a mixed-up id)."""
-    if value is None:
-        return 0
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + max(1, abs(value) // 10)
-    if isinstance(value, float):
-        return value * 1.1 if value else 1.0
-    if isinstance(value, str):
-        pool = [*slot.scope.entities, *(d for d in slot.scope.dates if d is not None)]
-        return next((p for p in pool if p != value), value + "-")
-    if isinstance(value, list) and value:
-        return [value[1], value[0], *value[2:]] if len(value) > 1 else [_perturb(value[0], slot)]
-    return value
 
 
 class _Claim(msgspec.Struct, kw_only=True):
@@ -338,7 +321,7 @@ class _Turn:
                     claim.value = value
         if self.below("miscompute", self.error_rate(self.params.miscompute_rate)):
             claim = self.stream.choice("miscompute-claim", claims, self.index)
-            claim.value = _perturb(claim.value, slots[claim.slot])
+            claim.value = perturb(claim.value, slots[claim.slot], strict=False)
 
 
 class FalliblePlanner:

@@ -149,7 +149,7 @@ def _v2_entry(root: Path) -> RunEntry:
 
 def _static_entry(root: Path) -> RunEntry:
     from harness.errors import RunRecordsError
-    from harness.studies.static_report import load_run
+    from harness.studies.static.analysis import load_run
 
     when = _last_write(root, _STATIC_FILES)
     try:

@@ -35,6 +35,7 @@ from harness.tools.schema import validate
 
 __all__ = [
     "VALUE_PATHS",
+    "CallSpec",
     "ToolCall",
     "build_ledger",
     "receipts_for_call",
@@ -54,6 +55,13 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     tool_id: str
     args: dict[str, Any]
     response: Any
+
+
+class CallSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A tool request: which tool, with which arguments (no response)."""
+
+    tool_id: str
+    args: dict[str, Any]
 
 
 _RESPONSE_SCHEMAS: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(

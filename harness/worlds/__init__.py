@@ -9,7 +9,7 @@ Public types (msgspec Structs) and builders:
   message, ``RecoveryState``, gold decision, fault id, split) and ``clean_snapshot(task, world)``;
   fault snapshots come from ``harness.faults.apply_fault``.
 - The assembled benchmark (72 tasks, 432 static and the V2 snapshots) is
-  ``harness.worlds.benchmark.benchmark()``; its pinned manifest is ``harness.worlds.manifest``.
+  ``harness.benchmark.build.benchmark()``; its pinned manifest is ``harness.benchmark.manifest``.
   Those two modules are not imported here because they build on ``harness.faults``.
 
 Nothing here performs I/O except ``export`` (writing snapshot folders) and ``manifest``

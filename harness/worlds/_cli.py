@@ -9,9 +9,9 @@ from typing import Final
 import click
 import msgspec
 
+from harness.benchmark.build import benchmark
 from harness.canonical import canonical_bytes
 from harness.worlds.admission import build_tasks
-from harness.worlds.benchmark import benchmark
 from harness.worlds.export import export_snapshots
 from harness.worlds.world import SPLITS, World, generate_world, world_digest
 

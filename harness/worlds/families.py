@@ -50,7 +50,7 @@ from harness.ect.transforms import (
     WindowSumDifference,
 )
 from harness.errors import AdmissionError
-from harness.worlds._stream import Stream
+from harness.streams import Stream
 from harness.worlds.tasks import CallSpec, Candidate, EvidenceItem, Family, SlotPlan
 from harness.worlds.world import World
 

@@ -31,6 +31,7 @@ from harness.ect.model import (
     descriptor_digest,
     ledger_digest,
 )
+from harness.policies.view import RecoveryState, SnapshotView
 from harness.tools.adapter import ToolCall, build_ledger
 from harness.tools.catalog import call_tool
 from harness.worlds.tasks import CallSpec, Task
@@ -71,45 +72,6 @@ SELF_CHECK_LINE: Final = (
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Base of the snapshot value types."""
-
-
-class RecoveryState(_Data, frozen=True, kw_only=True):
-    """Whether the agent is stuck repeating a failing call, and what would recover it.
-
-    ``repeated_call`` is the identical request the trace ends with ``repeats`` times, failing
-    each time with ``last_error``; ``recovery`` is a different call that obtains the evidence
-    the repeated call was after. A clean snapshot repeats nothing and needs no recovery.
-    """
-
-    repeated_call: CallSpec | None = None
-    repeats: int = 0
-    last_error: str | None = None
-    recovery: CallSpec | None = None
-
-    @property
-    def stagnating(self) -> bool:
-        """True when the trace ends with the same failing call issued at least twice."""
-        return self.repeated_call is not None and self.repeats >= 2
-
-    @property
-    def recovery_available(self) -> bool:
-        """True when a call that would supply the missing evidence is known."""
-        return self.recovery is not None
-
-
-class SnapshotView(_Data, frozen=True, kw_only=True):
-    """What a blinded termination policy sees: no snapshot id, fault, split or gold."""
-
-    task_id: str
-    question: str
-    descriptor: TaskDescriptor
-    requirements: Requirements
-    trace: tuple[ToolCall, ...]
-    ledger: Ledger
-    certificate: Certificate | None
-    answer: dict[str, Any] | None
-    message: str
-    recovery: RecoveryState
 
 
 class Snapshot(_Data, frozen=True, kw_only=True):

@@ -26,7 +26,7 @@ from harness.ect.model import (
     descriptor_digest,
 )
 from harness.ect.transforms import Transform
-from harness.tools.adapter import value_source
+from harness.tools.adapter import CallSpec, value_source
 from harness.worlds.world import Split
 
 __all__ = [
@@ -65,13 +65,6 @@ FAMILIES: Final[tuple[Family, ...]] = (
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Base of the benchmark's value types."""
-
-
-class CallSpec(_Data, frozen=True, kw_only=True):
-    """A tool request: which tool, with which arguments (no response)."""
-
-    tool_id: str
-    args: dict[str, Any]
 
 
 class EvidenceItem(_Data, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ import msgspec
 
 from harness.canonical import Domain, digest
 from harness.errors import UnknownWorldError
-from harness.worlds._stream import Stream
+from harness.streams import Stream
 
 __all__ = [
     "DEV_WORLDS",

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.providers import default_generation_config, select_provider
-from harness.studies.static import default_out
-from harness.studies.static_report import REPORT_FILES
+from harness.studies.static.report import REPORT_FILES
+from harness.studies.static.run import default_out
 
 
 @pytest.fixture(autouse=True)

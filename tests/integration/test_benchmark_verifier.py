@@ -12,8 +12,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness import ect
+from harness.benchmark.build import benchmark
 from harness.cli import main
-from harness.worlds.benchmark import benchmark
 
 # fault -> (families that must fire, families that may also fire)
 EXPECTED: dict[str, tuple[set[str], set[str]]] = {

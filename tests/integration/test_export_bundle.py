@@ -15,8 +15,8 @@ from harness.canonical import Domain, digest_bytes
 from harness.cli import main
 from harness.errors import ExportError, PrivacyError
 from harness.store import RunStore, verify_store
-from harness.studies.v2_export import BUNDLE_MANIFEST, export_bundle
-from harness.studies.v2_report import build_report
+from harness.studies.v2.export import BUNDLE_MANIFEST, export_bundle
+from harness.studies.v2.report import build_report
 
 
 @pytest.fixture(scope="module")

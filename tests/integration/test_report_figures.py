@@ -23,7 +23,7 @@ from harness.studies._figures import (
     interval_figure,
     interval_panels,
 )
-from harness.studies.v2_report import build_report
+from harness.studies.v2.report import build_report
 
 # Bars whose labels sat under the whisker before: 200/288 with an interval reaching past the bar.
 _BARS = [

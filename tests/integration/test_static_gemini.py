@@ -18,8 +18,9 @@ from providers_fake_gemini import FakeGemini, body, disconnect_before_response, 
 
 from harness.policies import PolicyReason
 from harness.providers import select_provider
-from harness.studies.static import run_static
-from harness.studies.static_report import analyse, load_run, render_table2
+from harness.studies.static.analysis import analyse, load_run
+from harness.studies.static.report import render_table2
+from harness.studies.static.run import run_static
 
 KEY = "fake-key-static-0123456789abcdef"
 

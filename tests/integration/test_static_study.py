@@ -19,25 +19,23 @@ from typing import Any
 import msgspec
 import pytest
 
+from harness.benchmark.build import benchmark
+from harness.benchmark.manifest import manifest_of
 from harness.errors import RunRecordsError
 from harness.providers import select_provider
-from harness.studies._static_files import file_digest
-from harness.studies.static import (
+from harness.studies.static.analysis import StaticResults, analyse, load_run
+from harness.studies.static.records import file_digest
+from harness.studies.static.report import (
+    REPORT_FILES,
+    render_table2,
+    write_report,
+)
+from harness.studies.static.run import (
     ABLATION_POLICIES,
     MAIN_POLICIES,
     RunInfo,
     run_static,
 )
-from harness.studies.static_report import (
-    REPORT_FILES,
-    StaticResults,
-    analyse,
-    load_run,
-    render_table2,
-    write_report,
-)
-from harness.worlds.benchmark import benchmark
-from harness.worlds.manifest import manifest_of
 
 PAPER_DETERMINISTIC_ROWS = {
     # policy: (U/288, C/36, S/288, F1) - the paper's Table 2.

@@ -133,7 +133,7 @@ def test_v2_cell_through_gemini_is_audited_and_accepted_by_ect(tmp_path: Path) -
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     # The cell reads back from the store: the model's replies come from their blobs.
-    from harness.studies.v2_transcript import render_transcript, transcripts_of
+    from harness.studies.v2.transcript import render_transcript, transcripts_of
 
     (shown,) = transcripts_of(store, [record], None)
     first, unusable, last = shown.decisions

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from v2_report_support import OUTCOMES, all_results, make_result, params
 
-from harness.studies.v2_analysis import analyze
+from harness.studies.v2.analysis import analyze
 
 
 def test_v2_report_table4_by_hand() -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 from v2_report_support import CONFIG_PATH, all_results, params, synthetic_store
 
+from harness.studies.v2.analysis import analyze, final_postcondition
 from harness.studies.v2.outcomes import CellResult, StepRecord
-from harness.studies.v2_analysis import analyze, final_postcondition
-from harness.studies.v2_report import build_report
+from harness.studies.v2.report import build_report
 
 
 def _edited(result: CellResult) -> CellResult:

@@ -16,7 +16,7 @@ from v2_report_support import CONFIG_PATH, all_results, synthetic_store
 from harness.cli import main
 from harness.errors import StudyReportError
 from harness.store import RunStore
-from harness.studies.v2_report import REPORT_FILES, build_report
+from harness.studies.v2.report import REPORT_FILES, build_report
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from harness.studies.v2.config import (
     RecoveryGate,
 )
 from harness.studies.v2.outcomes import CellResult, StepRecord
-from harness.studies.v2_report import REPORT_DIR, build_report, write_report
+from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 
 CONFIG_PATH = project_root() / DEFAULT_CONFIG_PATH
 

@@ -22,10 +22,10 @@ import msgspec
 import pytest
 
 from harness import ect
+from harness.benchmark.build import benchmark
 from harness.ect.transforms import ArgMax, ArgMin, Mean, Sort, Sum, TopK
 from harness.studies.v2.judge import judge_proposal
 from harness.tools.adapter import ToolCall, build_ledger
-from harness.worlds.benchmark import benchmark
 from harness.worlds.snapshots import Snapshot
 from harness.worlds.tasks import Task
 

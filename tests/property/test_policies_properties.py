@@ -6,6 +6,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.benchmark.build import benchmark
 from harness.ect import ReasonCode, Verdict
 from harness.policies import (
     Ablation,
@@ -17,7 +18,6 @@ from harness.policies import (
 )
 from harness.policies.signals import trailing_repeats
 from harness.worlds import Snapshot
-from harness.worlds.benchmark import benchmark
 
 STATIC = st.sampled_from(benchmark().static)
 _VERIFIER = frozenset(code.value for code in ReasonCode)

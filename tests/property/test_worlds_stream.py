@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.worlds._stream import Stream
+from harness.streams import Stream
 
 labels = st.lists(st.text(max_size=6), min_size=1, max_size=3)
 

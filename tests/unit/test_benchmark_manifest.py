@@ -8,16 +8,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from harness.canonical import Domain, canonical_bytes, digest
-from harness.errors import InputError, ManifestMismatchError
-from harness.worlds import HELDOUT_WORLDS, V2_WORLDS, generate_world, world_digest
-from harness.worlds.benchmark import benchmark, build_benchmark
-from harness.worlds.manifest import (
+from harness.benchmark.build import benchmark, build_benchmark
+from harness.benchmark.manifest import (
     MANIFEST_PATH,
     check_manifest,
     manifest_bytes,
     manifest_of,
 )
+from harness.canonical import Domain, canonical_bytes, digest
+from harness.errors import InputError, ManifestMismatchError
+from harness.worlds import HELDOUT_WORLDS, V2_WORLDS, generate_world, world_digest
 
 
 def test_regenerated_manifest_equals_the_pinned_file() -> None:

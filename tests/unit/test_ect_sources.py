@@ -7,8 +7,8 @@ import msgspec
 import pytest
 
 from harness import ect
+from harness.benchmark.build import benchmark
 from harness.tools.adapter import VALUE_PATHS
-from harness.worlds.benchmark import benchmark
 from harness.worlds.snapshots import Snapshot
 
 replace = msgspec.structs.replace

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from harness.benchmark.build import Benchmark, benchmark
 from harness.canonical import canonical_bytes
 from harness.ect.transforms import Item, replay
 from harness.errors import FaultNotApplicableError
@@ -14,7 +15,6 @@ from harness.faults import ALL_FAULTS, FAULTS, STATIC_FAULTS, apply_fault, fault
 from harness.tools.adapter import ToolCall, receipts_for_call
 from harness.tools.catalog import call_tool
 from harness.worlds import Snapshot, Task, clean_snapshot, task_digest
-from harness.worlds.benchmark import Benchmark, benchmark
 from harness.worlds.snapshots import DONE_LINE, SELF_CHECK_LINE
 
 

@@ -8,8 +8,13 @@ The rules (DESIGN section 2):
 3. ``preflight`` judges the harness and is not part of it: in ``harness`` only the command-line
    layer imports ``preflight``.
 4. Command-line modules are imported only by the command-line layer.
-5. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
-   import is invisible to rules 1-4.
+5. ``harness.policies`` never imports ``harness.worlds``, ``harness.faults`` or a study: the
+   policies decide on their own input view (``harness.policies.view``), which an agent loop
+   outside the benchmark can build.
+6. ``harness.worlds`` never imports ``harness.faults``: fault operators derive snapshots from
+   the worlds, and the benchmark that applies them sits above both.
+7. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
+   import is invisible to rules 1-6.
 
 The command-line layer is ``harness.cli``, ``harness.__main__`` and every private command module
 (a module whose name ends in ``_cli``, e.g. ``harness.store._cli`` or ``preflight._cli``).
@@ -31,6 +36,7 @@ PACKAGES: Final = ("harness", "preflight")
 _CLI_ENTRY: Final = frozenset({"harness.cli", "harness.__main__", "harness._entry"})
 _ECT_MAY_IMPORT: Final = ("harness.ect", "harness.canonical")
 _DYNAMIC_IMPORTS: Final = frozenset({"import_module", "__import__"})
+_POLICIES_NEVER_IMPORT: Final = ("harness.worlds", "harness.faults", "harness.studies")
 
 
 def _within(name: str, package: str) -> bool:
@@ -94,6 +100,12 @@ def _rule(importer: str, target: str) -> str | None:
         return "the harness does not import preflight (only its command line does)"
     if _is_cli(target) and not _is_cli(importer):
         return "only the command line imports a command-line module"
+    if _within(importer, "harness.policies") and any(
+        _within(target, below) for below in _POLICIES_NEVER_IMPORT
+    ):
+        return "policies never import worlds, faults or studies"
+    if _within(importer, "harness.worlds") and _within(target, "harness.faults"):
+        return "worlds never import faults (the benchmark above both applies them)"
     return None
 
 
@@ -165,15 +177,19 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
         ("harness.studies.v2.study", "import preflight\n", "preflight"),
         ("preflight._checks", "from harness.studies.v2 import schedule\n", "harness.studies"),
         ("harness.store.core", "from harness.store._cli import store_group\n", "_cli"),
-        ("harness.studies.static", "from ._static_cli import add\n", "_static_cli"),
+        ("harness.studies.static.run", "from ._static_cli import add\n", "_static_cli"),
         ("harness.tools.catalog", "from ..studies import v2_report\n", "harness.studies"),
+        ("harness.policies.ect_policy", "from harness.worlds import Snapshot\n", "policies never"),
+        ("harness.policies.heuristic", "import harness.faults\n", "policies never"),
+        ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "faults"),
+        ("harness.worlds.snapshots", "from harness.faults import apply_fault\n", "worlds never"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -> None:
     sources = {
         module: (False, text),
         "harness.log": (False, ""),
-        "harness.studies.v2_report": (False, ""),
+        "harness.studies.v2.report": (False, ""),
     }
     found = violations(sources)
     assert len(found) == 1, found
@@ -203,9 +219,11 @@ def test_an_import_by_name_is_reported(text: str, line: int) -> None:
         ("harness._evidence_cli", "from preflight._cli import preflight_cmd\n"),
         ("harness.studies.v2._cli", "from preflight import run_preflight\n"),
         ("preflight._cli", "from harness.studies.v2.schedule import canonical_schedule\n"),
-        ("harness.studies.v2_replay", "from harness.studies.v2.loop import run_cell\n"),
+        ("harness.studies.v2.replay", "from harness.studies.v2.loop import run_cell\n"),
         ("harness.audit", "from harness.preflight_report import decode_report\n"),
         ("preflight._checks", "from harness.store import lock_digest\nimport msgspec\n"),
+        ("harness.policies.ect_policy", "from harness.policies.view import SnapshotView\n"),
+        ("harness.faults", "from harness.worlds.snapshots import Snapshot\n"),
     ],
 )
 def test_an_allowed_import_is_not_reported(module: str, text: str) -> None:

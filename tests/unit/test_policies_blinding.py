@@ -14,6 +14,7 @@ import msgspec
 import pytest
 import trio
 
+from harness.benchmark.build import benchmark
 from harness.canonical import canonical_bytes
 from harness.errors import FastPathInvariantError
 from harness.faults import STATIC_FAULTS
@@ -27,9 +28,8 @@ from harness.providers import (
     default_generation_config,
     memory_audit,
 )
-from harness.studies.static import DecisionRecord, decide_all, study_policies
+from harness.studies.static.run import DecisionRecord, decide_all, study_policies
 from harness.worlds import Snapshot, SnapshotView
-from harness.worlds.benchmark import benchmark
 
 CONFIG = default_generation_config()
 

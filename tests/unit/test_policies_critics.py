@@ -12,6 +12,7 @@ import msgspec
 import pytest
 import trio
 
+from harness.benchmark.build import benchmark
 from harness.ect import Verdict
 from harness.policies import (
     STUCK_REPEATS,
@@ -38,7 +39,6 @@ from harness.providers import (
     memory_audit,
 )
 from harness.worlds import SnapshotView
-from harness.worlds.benchmark import benchmark
 
 CONFIG = default_generation_config()
 

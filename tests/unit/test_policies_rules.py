@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from harness import policies
+from harness.benchmark.build import benchmark
 from harness.ect import Check, ReasonCode, Verdict
 from harness.policies import (
     ABLATION_CHECKS,
@@ -26,7 +27,6 @@ from harness.policies import (
 )
 from harness.policies.signals import trailing_repeats
 from harness.worlds import RecoveryState, Snapshot, SnapshotView
-from harness.worlds.benchmark import benchmark
 
 PUBLIC = {
     "ABLATION_CHECKS",
@@ -48,7 +48,9 @@ PUBLIC = {
     "PolicyDecision",
     "PolicyReason",
     "PostconditionOracle",
+    "RecoveryState",
     "SelfCheck",
+    "SnapshotView",
     "attempt_id",
     "fast_path",
     "view_digest",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness.benchmark.build import benchmark
 from harness.canonical import canonical_bytes
 from harness.ect import OPS
 from harness.errors import AdmissionError
@@ -22,7 +23,6 @@ from harness.worlds import (
     python_oracle,
     sql_oracle,
 )
-from harness.worlds.benchmark import benchmark
 
 
 def test_benchmark_has_72_tasks_one_per_family_per_world() -> None:

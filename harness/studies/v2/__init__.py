@@ -14,7 +14,12 @@ Modules, in the order a run uses them:
 - ``runner``: the trio scheduler committing cells to the store; ``progress``: the progress line.
 - ``study``: run/resume end to end (preflight, store, scheduler, manifest) and status.
 
-The command line (``harness v2 run|resume|status``) is ``_cli``.
+After a run: ``analysis`` (the prespecified outcomes and hypothesis tests), ``report`` (load,
+analyse, render, write), ``transcript`` (one cell's story), ``replay`` (re-run a cell offline
+from the store) and ``export`` (the evidence bundle).
+
+The command line (``harness v2 run|resume|status``) is ``_cli``; ``harness v2 report`` is
+``_report_cli``, ``harness v2 show|cells`` is ``_show_cli``.
 """
 
 from harness.studies.v2.checkpoints import Checkpoint, Draft, build_checkpoints

@@ -429,7 +429,7 @@ def _resolve(store_dir: Path, flags: ProviderFlags, config: V2Config) -> Provide
 def _supersede_partial_report(store_dir: Path) -> None:
     """Remove a report written on this store while it was partial: resume makes it stale."""
     # Imported here: the report pulls in matplotlib, which a run does not otherwise need.
-    from harness.studies.v2_report import REPORT_DIR, REPORT_FILES, REPORT_MANIFEST, report_cells
+    from harness.studies.v2.report import REPORT_DIR, REPORT_FILES, REPORT_MANIFEST, report_cells
 
     directory = store_dir / REPORT_DIR
     manifest = directory / REPORT_MANIFEST

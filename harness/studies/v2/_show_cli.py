@@ -2,7 +2,7 @@
 
 Added to the ``v2`` group by ``harness.cli``. Both read the store through verification and work
 on a partial store and on one a writer is still filling (they see what was committed when
-they began). ``show`` prints one cell's transcript (``harness.studies.v2_transcript``);
+they began). ``show`` prints one cell's transcript (``harness.studies.v2.transcript``);
 ``cells`` lists committed cell ids with their outcome, filtered by pipeline, outcome and fault.
 Cell ids complete in the shell (click's shell completion).
 """
@@ -74,7 +74,7 @@ def v2_show_cmd(store: Path, cell_id: str, as_json: bool, config_path: Path | No
 
     Exit 2 when the store is tampered or the cell is not committed.
     """
-    from harness.studies.v2_transcript import load_transcripts, render_transcript
+    from harness.studies.v2.transcript import load_transcripts, render_transcript
 
     config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     (transcript,) = load_transcripts(store, config, cell_ids=[cell_id])
@@ -87,7 +87,7 @@ def v2_show_cmd(store: Path, cell_id: str, as_json: bool, config_path: Path | No
 
 
 def _matches(result: CellResult, outcome: str | None, fault: str | None) -> bool:
-    from harness.studies.v2_transcript import cell_outcome
+    from harness.studies.v2.transcript import cell_outcome
 
     if fault is not None and result.fault != fault:
         return False
@@ -121,7 +121,7 @@ def v2_cells_cmd(
     Exit 2 when the store is tampered or a record is not a V2 cell result.
     """
     from harness.store import read_store
-    from harness.studies.v2_transcript import cell_outcome
+    from harness.studies.v2.transcript import cell_outcome
 
     view = read_store(store)
     if view.report.status.value == "tamper":

@@ -14,7 +14,7 @@ from harness.canonical import is_digest
 from harness.errors import AnchorMismatchError, InputError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2_report import REPORT_DIR, build_report, write_report
+from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 
 __all__ = ["v2_report_cmd"]
 

@@ -40,7 +40,7 @@ import trio
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
-from harness.errors import StoreError, StudyReportError, UnsafeFileError
+from harness.errors import ReplayMismatchError, StoreError, StudyReportError, UnsafeFileError
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, memory_audit
 from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import ProviderRequest, ProviderResult
@@ -49,10 +49,7 @@ from harness.sandbox import Outcome, ToolCallResult
 from harness.store import CellRecord, read_blob
 from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2.runner import StudyInputs, prepare
-from harness.studies.v2.schedule import Row
-from harness.studies.v2.study import provider_line
-from harness.studies.v2_report import (
+from harness.studies.v2.report import (
     REPORT_DIR,
     REPORT_MANIFEST,
     bound_config,
@@ -60,18 +57,17 @@ from harness.studies.v2_report import (
     decode_manifest,
     load_results,
 )
+from harness.studies.v2.runner import StudyInputs, prepare
+from harness.studies.v2.schedule import Row
+from harness.studies.v2.study import provider_line
 from harness.tools.catalog import call_tool
 
-__all__ = ["ReplayDivergenceError", "ReplayReport", "offline", "render_replay", "replay_store"]
+__all__ = ["ReplayReport", "offline", "render_replay", "replay_store"]
 
 _MAX_SHOWN: Final = 20
 
 
-class ReplayDivergenceError(Exception):
-    """The replayed cell asked for something other than what its store recorded."""
-
-
-class _NotReplayableError(Exception):
+class _NotReplayableError(StudyReportError):
     """The recorded cell holds something replay cannot rebuild (a sandbox failure)."""
 
 
@@ -146,7 +142,7 @@ def _recorded_output(root: Path, record: AttemptRecord) -> dict[str, Any] | None
     if record.status is not AttemptStatus.SUCCEEDED:
         return None
     if record.response_blob is None:
-        raise ReplayDivergenceError(f"succeeded attempt of {record.cell_id} has no response blob")
+        raise ReplayMismatchError(f"succeeded attempt of {record.cell_id} has no response blob")
     data = read_blob(root, record.response_blob)
     body = msgspec.json.decode(data)
     if record.provider is ProviderName.SIMULATED:
@@ -156,7 +152,7 @@ def _recorded_output(root: Path, record: AttemptRecord) -> dict[str, Any] | None
         text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
         output = msgspec.json.decode(text.encode("utf-8"))
     if not isinstance(output, dict):
-        raise ReplayDivergenceError(
+        raise ReplayMismatchError(
             f"the stored response of a succeeded attempt of {record.cell_id} holds no object"
         )
     return output
@@ -194,7 +190,7 @@ class RecordedProvider:
                 break
         if not taken:
             seen = self._queue[0].request_hash if self._queue else "none left"
-            raise ReplayDivergenceError(
+            raise ReplayMismatchError(
                 f"{request.cell_id}: the loop asked the {request.role.value} for a request "
                 f"({wanted}) that the store does not record next ({seen})"
             )
@@ -219,7 +215,7 @@ class RecordedProvider:
         output = _recorded_output(self._root, final)
         failure = None if output is not None else final.failure_kind
         if output is None and failure is None:
-            raise ReplayDivergenceError(f"{request.cell_id}: a recorded attempt has no outcome")
+            raise ReplayMismatchError(f"{request.cell_id}: a recorded attempt has no outcome")
         return ProviderResult(
             provider=final.provider, output=output, failure=failure, attempts=tuple(taken)
         )
@@ -296,7 +292,7 @@ async def _replay_cells(
         except _NotReplayableError as e:
             tally.not_replayable.append(f"{where}: {e}")
             continue
-        except (ReplayDivergenceError, StoreError) as e:
+        except (ReplayMismatchError, StoreError) as e:
             tally.mismatches.append(f"{where}: {e}")
             continue
         tally.replayed += 1

@@ -26,6 +26,7 @@ import msgspec
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.errors import RunDirectoryExistsError, RunRecordsError
 from harness.providers.audit import AttemptIntent, AttemptRecord
+from harness.safeio import fsync_dir, write_atomic
 
 __all__ = [
     "ATTEMPTS_FILE",
@@ -63,14 +64,6 @@ class JournalLine(
 def file_digest(data: bytes) -> str:
     """Digest of a run file's exact bytes (recorded in run.json)."""
     return digest_bytes(Domain.STATIC_RUN_FILE, data)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _blob_name(address: str) -> str:
@@ -149,13 +142,7 @@ class RunWriter:
         address = digest_bytes(Domain.BLOB, data)
         path = self.out / BLOB_DIR / _blob_name(address)
         if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                if self._durable:
-                    f.flush()
-                    os.fsync(f.fileno())
-            tmp.replace(path)
+            write_atomic(path, data, durable=self._durable)
         return address
 
     def decision(self, record: msgspec.Struct) -> None:
@@ -188,20 +175,14 @@ class RunWriter:
             for blob in sorted((self.out / BLOB_DIR).iterdir()):
                 with open(blob, "rb") as f:
                     os.fsync(f.fileno())
-            _fsync_dir(self.out / BLOB_DIR)
+            fsync_dir(self.out / BLOB_DIR)
         digests = {
             name: file_digest((self.out / name).read_bytes())
             for name in (DECISIONS_FILE, ATTEMPTS_FILE)
         }
         run = make_run(digests)
         body = msgspec.json.format(canonical_bytes(run), indent=2) + b"\n"
-        tmp = self.out / (RUN_FILE + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.out / RUN_FILE)
-        _fsync_dir(self.out)
+        write_atomic(self.out / RUN_FILE, body, durable=True)
         return run
 
     def close(self) -> None:

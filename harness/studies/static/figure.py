@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from harness.extras import require_extra
 from harness.studies._figures import Bar, Panel, interval_panels
-from harness.studies.static_report import StaticResults, figure_caption
+from harness.studies.static.analysis import StaticResults
+from harness.studies.static.report import figure_caption
 
 __all__ = ["render_figure"]
 

@@ -13,11 +13,11 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from harness.benchmark.build import Benchmark
 from harness.canonical import Domain, canonical_bytes, digest
 from harness.ect.model import descriptor_digest
 from harness.errors import InputError, ManifestMismatchError
 from harness.resources import data_path
-from harness.worlds.benchmark import Benchmark
 from harness.worlds.snapshots import FaultId, GoldDecision, snapshot_digest
 from harness.worlds.tasks import oracle_digest, task_digest
 from harness.worlds.world import Split, split_of, world_digest

@@ -17,7 +17,7 @@ import click
 from harness.errors import StaticStudyError
 from harness.providers.config import default_generation_config
 from harness.providers.selection import ProviderSelection, provider_options
-from harness.studies.static import STUDY_SPLITS, Progress, StudySplit, default_out, run_static
+from harness.studies.static.run import STUDY_SPLITS, Progress, StudySplit, default_out, run_static
 
 __all__ = ["add_static_commands", "report_cmd", "run_cmd"]
 
@@ -69,7 +69,7 @@ def report_cmd(run_dir: Path) -> None:
     Writes Table 2 and Table 3 (Markdown, CSV, LaTeX, JSON), the secondary endpoints and
     ucr.png into DIR.
     """
-    from harness.studies.static_report import REPORT_FILES, h1_line, render_table2, write_report
+    from harness.studies.static.report import REPORT_FILES, h1_line, render_table2, write_report
 
     results = write_report(run_dir)
     table = render_table2(results)["md"].split("\n\n", 1)[0]

@@ -16,7 +16,7 @@ Files written to the report directory (default ``DIR/report``), all byte-determi
 - ``figure.png``, ``figure.svg``, ``figure.pdf``: premature unsupported termination and
   supported completion per pipeline with their 95% task-cluster intervals (``[plots]`` extra);
 - ``report.html``: one self-contained page with all of the above and every committed cell's
-  transcript (``harness.studies.v2_transcript``), collapsed and filterable;
+  transcript (``harness.studies.v2.transcript``), collapsed and filterable;
 - ``report-manifest.json``: the digest of each file above (what replay and export check).
 
 Results of the simulated provider are labelled as such in every file.
@@ -37,21 +37,22 @@ from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
+from harness.safeio import write_atomic
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
 from harness.studies.runs import frozen_rows
-from harness.studies.v2.config import V2Config, decode_config
-from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2_analysis import (
+from harness.studies.v2.analysis import (
     OUTCOME_LABELS,
     ArmRow,
     Rate,
     V2Analysis,
     analyze,
 )
-from harness.studies.v2_transcript import (
+from harness.studies.v2.config import V2Config, decode_config
+from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.transcript import (
     CellTranscript,
     render_transcript,
     transcripts_of,
@@ -821,9 +822,7 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
                 (out / name).unlink(missing_ok=True)  # never a figure of older results
         for name, data in bundle.files.items():
             path = out / name
-            tmp = out / f".{name}.tmp"
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            write_atomic(path, data)
             written.append(path)
     except OSError as e:
         raise StudyReportError(f"cannot write the report into {out}: {e.strerror}") from e

@@ -47,7 +47,7 @@ from harness.lock import FileRole, decode_lock, file_digest
 from harness.privacy import Finding, credential_findings, local_findings
 from harness.safeio import MAX_READ, read_regular
 from harness.store import lock_digest, read_store
-from harness.studies.v2_report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
+from harness.studies.v2.report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
 
 __all__ = [
     "BUNDLE_MANIFEST",

@@ -27,6 +27,8 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 import trio
 
+from harness.benchmark.build import Benchmark, benchmark
+from harness.benchmark.manifest import check_manifest
 from harness.ect.model import Verdict
 from harness.errors import FastPathInvariantError
 from harness.faults import STATIC_FAULTS
@@ -55,9 +57,7 @@ from harness.providers.config import (
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import ProviderSelection, open_provider
-from harness.studies._static_files import RunWriter, check_out_dir
-from harness.worlds.benchmark import Benchmark, benchmark
-from harness.worlds.manifest import check_manifest
+from harness.studies.static.records import RunWriter, check_out_dir
 from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot
 from harness.worlds.world import Split
 

@@ -399,8 +399,8 @@ def _world_for(config_path: Path | None, root: Path, records: Sequence[CellRecor
     """Regenerate what the store's cells ran on, when the frozen config is given and bound."""
     if config_path is None:
         return _World(None)
+    from harness.studies.v2.report import bound_config
     from harness.studies.v2.runner import prepare
-    from harness.studies.v2_report import bound_config
 
     config, _ = bound_config(root, config_path)
     rows = []
