@@ -46,6 +46,7 @@ __all__ = [
     "SandboxProbeError",
     "SandboxRequestError",
     "SandboxUnavailableError",
+    "SandboxZygoteError",
     "ToolChildKilledError",
     "AdmissionError",
     "BenchmarkError",
@@ -250,6 +251,10 @@ class SandboxUnavailableError(SandboxError):
 
 class ToolChildKilledError(InfrastructureError, SandboxError):
     """A tool child died of a signal the harness did not send, twice: the host, not the agent."""
+
+
+class SandboxZygoteError(InfrastructureError, SandboxError):
+    """The Linux sandbox zygote died or never became ready: no tool call can run through it."""
 
 
 class SandboxPolicyError(SandboxError):

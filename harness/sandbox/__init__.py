@@ -1,8 +1,9 @@
 """Sandboxed tool calls: every synthetic tool call runs in a fresh, deny-default child.
 
-``open_backend()`` picks and proves the backend for this machine (Linux: the child confines
-itself with a tier of ``sandbox_profiles/linux-tool-worker.json``; macOS: ``sandbox-exec`` with
-``sandbox_profiles/tool-worker.sb``) or raises ``SandboxUnavailableError``. A backend's
+``open_backend()`` picks and proves the backend for this machine (Linux: each call's child is
+forked by a zygote and confines itself with a tier of ``sandbox_profiles/linux-tool-worker.json``;
+macOS: one ``sandbox-exec`` child per call with ``sandbox_profiles/tool-worker.sb``) or raises
+``SandboxUnavailableError``. ``backend.close()`` stops a zygote. A backend's
 ``call(request, timeout_s=...)`` returns a :class:`ToolCallResult`; ``describe()`` says what it
 is; ``run_probes(backend)`` tries to break out and judges by ground truth in the parent.
 

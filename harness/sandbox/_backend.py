@@ -115,6 +115,13 @@ class ChildBackend(ABC):
         self.worker_path = self.tool_code / "tools" / "worker.py"
         self.limits = limits
 
+    def zygote_pid(self) -> int | None:
+        """The pid of the process that forks every call's child, or None when each is spawned."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - a spawning backend holds nothing between calls
+        """Release what the backend holds between calls (nothing, for a spawning backend)."""
+
     @abstractmethod
     def describe(self) -> BackendInfo:
         """Backend name, tier, Landlock ABI and the pinned profile's digest."""
@@ -184,7 +191,9 @@ class ChildBackend(ABC):
                 exit_status=None,
                 elapsed_s=0.0,
             )
-        run = self._run(self._argv(None, ""), data, timeout_s=timeout_s, env_source=env_source)
+        run = self._run(
+            self._argv(None, ""), data, timeout_s=timeout_s, env_source=env_source, run_fd=None
+        )
         return _judge(
             run,
             timeout_s=timeout_s,
@@ -235,6 +244,8 @@ class ChildBackend(ABC):
                 on_exit=on_exit,
                 pass_fds=(fd,),
                 on_start=on_start,
+                run_fd=fd,
+                run_name=str(path),
             )
         finally:
             os.close(fd)
@@ -250,7 +261,11 @@ class ChildBackend(ABC):
         on_exit: Callable[[int], None] | None = None,
         pass_fds: tuple[int, ...] = (),
         on_start: Callable[[int], None] | None = None,
+        run_fd: int | None = None,
+        run_name: str = "",
     ) -> RunResult:
+        """Run one child: spawned with ``argv`` here (a backend with a zygote overrides this)."""
+        del run_fd, run_name  # on the command line already, for a spawned child
         return run_child(
             argv,
             stdin=stdin,

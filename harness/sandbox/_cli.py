@@ -35,6 +35,11 @@ EXIT_OUTPUT_TOO_LARGE: Final = 125
 _TIER = click.option(
     "--tier", default=None, help="Linux: use only this tier of the policy (default: the best)."
 )
+_SPAWN = click.option(
+    "--spawn",
+    is_flag=True,
+    help="Linux: spawn a fresh interpreter per call instead of forking it from the zygote.",
+)
 _POLICY = click.option(
     "--policy",
     "policy_path",
@@ -60,6 +65,7 @@ def sandbox_group() -> None:
 @sandbox_group.command("probe")
 @_TIER
 @_POLICY
+@_SPAWN
 @click.option(
     "--store-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -68,7 +74,11 @@ def sandbox_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, not a table.")
 def probe_cmd(
-    tier: str | None, policy_path: Path | None, store_dir: Path | None, as_json: bool
+    tier: str | None,
+    policy_path: Path | None,
+    spawn: bool,
+    store_dir: Path | None,
+    as_json: bool,
 ) -> None:
     """Try to break out of the sandbox; judge by ground truth; exit 1 if anything got through.
 
@@ -77,8 +87,9 @@ def probe_cmd(
     """
     if store_dir is not None and not store_dir.is_dir():
         raise InputError(f"the store directory {str(store_dir)!r} does not exist")
-    backend = open_backend(tier=tier, policy_path=policy_path)
+    backend = open_backend(tier=tier, policy_path=policy_path, spawn=spawn)
     report = run_probes(backend, store_dir=store_dir)
+    backend.close()
     if as_json:
         click.echo(msgspec.json.format(canonical_bytes(report), indent=2).decode())
     else:
@@ -99,6 +110,7 @@ def probe_cmd(
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @_TIER
 @_POLICY
+@_SPAWN
 @click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True)
 @click.option(
     "--input",
@@ -111,10 +123,11 @@ def exec_cmd(
     file: Path,
     tier: str | None,
     policy_path: Path | None,
+    spawn: bool,
     timeout_s: float,
     input_path: Path | None,
 ) -> None:
-    """Run FILE.py under exactly the confinement and command line a tool call uses.
+    """Run FILE.py under exactly the confinement and path a tool call uses (default: zygote).
 
     The child's stdout and stderr are passed through; the exit status is the child's (128+N
     when killed by signal N), 124 on timeout, 125 when stdout passed the reply limit.
@@ -129,8 +142,9 @@ def exec_cmd(
             data = sys.stdin.buffer.read() if str(input_path) == "-" else input_path.read_bytes()
         except OSError as e:
             raise InputError(f"cannot read input file {str(input_path)!r}: {e.strerror}") from e
-    backend = open_backend(tier=tier, policy_path=policy_path)
+    backend = open_backend(tier=tier, policy_path=policy_path, spawn=spawn)
     run = backend.exec_file(file, stdin=data, timeout_s=timeout_s)
+    backend.close()
     sys.stdout.buffer.write(run.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(run.stderr)
@@ -147,9 +161,12 @@ def exec_cmd(
 @sandbox_group.command("describe")
 @_TIER
 @_POLICY
-def describe_cmd(tier: str | None, policy_path: Path | None) -> None:
-    """Prove the backend and print what it is (backend, tier, Landlock ABI, profile digest)."""
-    info = open_backend(tier=tier, policy_path=policy_path).describe()
+@_SPAWN
+def describe_cmd(tier: str | None, policy_path: Path | None, spawn: bool) -> None:
+    """Prove the backend and print what it is (backend, tier, mode, Landlock ABI, digest)."""
+    backend = open_backend(tier=tier, policy_path=policy_path, spawn=spawn)
+    info = backend.describe()
+    backend.close()
     click.echo(msgspec.json.format(canonical_bytes(info), indent=2).decode())
 
 

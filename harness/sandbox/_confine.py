@@ -60,6 +60,8 @@ __all__ = [
     "landlock_abi",
     "missing_scopes",
     "patch_pid",
+    "prepare",
+    "prepare_seccomp",
 ]
 
 # Linux UAPI constants (include/uapi/linux/{sched,mount,prctl,capability,landlock}.h).
@@ -175,7 +177,13 @@ class _ArgCmp(ctypes.Structure):
     )
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
+    """The C library with the signatures used here (loaded once per process image)."""
+    if _LIBC:
+        return _LIBC[0]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
@@ -186,6 +194,7 @@ def _libc() -> ctypes.CDLL:
         ctypes.c_ulong,
         ctypes.c_ulong,
     )
+    _LIBC.append(libc)
     return libc
 
 
@@ -470,8 +479,34 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
+# The decoded program and the offsets of its pid stand-ins, by the hex the parent sent: a
+# zygote works this out once, before it forks, and every child only patches the offsets.
+_PROGRAMS: dict[tuple[str, int], tuple[bytes, tuple[int, ...]]] = {}
+
+
+def prepare_seccomp(spec: dict[str, Any]) -> tuple[bytes, tuple[int, ...]]:
+    """Decode the program and find the instructions holding the pid stand-in (cached)."""
+    key = (spec["bpf"], int(spec["pid_sentinel"]))
+    cached = _PROGRAMS.get(key)
+    if cached is None:
+        program = bytes.fromhex(key[0])
+        offsets = tuple(
+            offset
+            for offset in range(0, len(program), _BPF_INSN_SIZE)
+            if _BPF_INSN.unpack_from(program, offset)[3] == key[1]
+        )
+        cached = _PROGRAMS[key] = (program, offsets)
+    return cached
+
+
 def _seccomp(libc: ctypes.CDLL, spec: dict[str, Any]) -> None:
-    program = patch_pid(bytes.fromhex(spec["bpf"]), int(spec["pid_sentinel"]), os.getpid())
+    template, offsets = prepare_seccomp(spec)
+    patched = bytearray(template)
+    pid = os.getpid()
+    for offset in offsets:
+        code, jt, jf, _ = _BPF_INSN.unpack_from(patched, offset)
+        _BPF_INSN.pack_into(patched, offset, code, jt, jf, pid)
+    program = bytes(patched)
     buffer = ctypes.create_string_buffer(program, len(program))
     prog = _SockFprog(len=len(program) // _BPF_INSN_SIZE, filter=ctypes.addressof(buffer))
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
@@ -511,7 +546,7 @@ def _tie_to_parent(libc: ctypes.CDLL, parent: int) -> None:
         os._exit(_EXIT_ORPHANED)
 
 
-def _pid_namespace_init(libc: ctypes.CDLL) -> None:
+def _pid_namespace_init(libc: ctypes.CDLL, report_fd: int | None = None) -> None:
     """Fork into the new pid namespace: the copy (pid 1) returns, the original relays its end.
 
     The original never returns: it waits for the copy and ends the same way (exit status or
@@ -536,7 +571,15 @@ def _pid_namespace_init(libc: ctypes.CDLL) -> None:
     os.close(alive_r)
     os.close(0)
     os.close(1)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
+    if report_fd is not None:
+        # How the call ended, said before this process's own exit tears the namespaces down.
+        code = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        import contextlib  # only a zygote's children report, and their zygote imported it
+
+        with contextlib.suppress(OSError):  # nobody listens: the exit itself tells
+            os.write(report_fd, f"{code} {cpu!r} {usage.ru_maxrss}".encode("ascii"))
     if os.WIFSIGNALED(status):
         import resource
         import signal
@@ -587,7 +630,18 @@ def _check_rlimits(applied: list[tuple[int, tuple[int, int]]]) -> None:
             raise ConfineError(f"self-check: resource limit {which} is not {limits}")
 
 
-def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any]:
+def prepare(policy: dict[str, Any]) -> None:
+    """Do once, in a zygote before it forks, what every child's :func:`apply` would redo."""
+    _libc()
+    if policy["seccomp"] is not None:
+        prepare_seccomp(policy["seccomp"])
+    import resource  # noqa: F401 - imported here once, used by every child's limits
+    import signal  # noqa: F401 - used by the pid namespace's relay
+
+
+def apply(
+    policy: dict[str, Any], *, parent: int | None = None, report_fd: int | None = None
+) -> dict[str, Any]:
     """Confine the calling process as ``policy`` (one resolved tier) says.
 
     Args:
@@ -597,6 +651,8 @@ def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any
             ``denies_socket``).
         parent: the pid of the process that started this one: the child dies with it (and
             exits at once when its parent is already another process).
+        report_fd: with a pid namespace, where the waiting original writes how the call's
+            pid 1 ended (``"<exit code> <cpu seconds> <max rss KiB>"``) before it exits itself.
 
     Returns:
         What was applied: the tier name and the Landlock ABI in force (0 when not used).
@@ -620,7 +676,7 @@ def apply(policy: dict[str, Any], *, parent: int | None = None) -> dict[str, Any
                 raise ConfineError(f"giving up the real uid 0 failed: {e}") from e
         _unshare(libc, namespaces)
         if "pid" in namespaces:
-            _pid_namespace_init(libc)
+            _pid_namespace_init(libc, report_fd)
     if policy["readonly_root"]:
         _readonly_root(libc)
     if policy["not_dumpable"] and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

@@ -14,19 +14,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from harness.log import get_logger
 from harness.sandbox import _confine
 from harness.sandbox._backend import ChildBackend, Limits
 from harness.sandbox._policy import LoadedPolicy, instantiate_tier
-from harness.sandbox._result import BackendInfo
+from harness.sandbox._result import BackendInfo, RunResult
+from harness.sandbox._runner import child_env
+from harness.sandbox._zygote_client import Zygote, ZygoteDiedError
 
 __all__ = ["LinuxBackend", "compile_seccomp_for_child", "kernel_landlock_abi"]
 
 # Stand-ins for the child's pid in the compiled filter: above any pid the kernel hands out
 # (pid_max <= 2**22) and unlike any syscall number, architecture tag or flag in the program.
 _PID_SENTINELS: Final = (0x7FFF_FF11, 0x7FFF_FF22)
+_log = get_logger("harness.sandbox")
 
 
 def compile_seccomp_for_child(spec: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +81,7 @@ class LinuxBackend(ChildBackend):
         self.landlock_abi = landlock_abi
         self._prefix = str(interpreter.parent.parent)
         self._seccomp: dict[str, Any] | None = None
+        self._zygote: Zygote | None = None
         tier_spec = instantiate_tier(
             loaded.policy, tier, interpreter_prefix=self._prefix, tool_code=str(self.tool_code)
         )
@@ -98,6 +104,86 @@ class LinuxBackend(ChildBackend):
         # Built once: the same bytes for every call (they are part of what a run used).
         self._policy_json = json.dumps(tier_spec, sort_keys=True, separators=(",", ":"))
 
+    @property
+    def mode(self) -> str:
+        """``zygote`` while calls are forked by the zygote, else ``spawn``."""
+        return "zygote" if self._zygote is not None else "spawn"
+
+    def zygote_pid(self) -> int | None:
+        """The zygote's pid while calls are forked by it."""
+        return None if self._zygote is None else self._zygote.pid
+
+    def start_zygote(self) -> None:
+        """Start this tier's zygote; from now on every call's child is forked by it.
+
+        Raises:
+            SandboxZygoteError: when the zygote cannot start or become ready.
+        """
+        if self._zygote is None:
+            self._zygote = Zygote(
+                interpreter=self.interpreter,
+                script=self.tool_code / "sandbox" / "_zygote.py",
+                policy_json=self._policy_json,
+                env=child_env(os.environ),
+            )
+
+    def close(self) -> None:
+        """Stop the zygote, if any (its children die with it); later calls spawn."""
+        zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            zygote.close()
+
+    def _run(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        *,
+        timeout_s: float,
+        env_source: Mapping[str, str] | None,
+        cwd: Path | None = None,
+        on_exit: Callable[[int], None] | None = None,
+        pass_fds: tuple[int, ...] = (),
+        on_start: Callable[[int], None] | None = None,
+        run_fd: int | None = None,
+        run_name: str = "",
+    ) -> RunResult:
+        zygote = self._zygote
+        if zygote is not None:
+            try:
+                return zygote.run(
+                    stdin=stdin,
+                    env=child_env(os.environ if env_source is None else env_source),
+                    cwd=str(cwd) if cwd is not None else "/",
+                    timeout_s=timeout_s,
+                    max_stdout=self.limits.max_response_bytes,
+                    max_stderr=self.limits.max_stderr_bytes,
+                    on_exit=on_exit,
+                    run_fd=run_fd,
+                    run_name=run_name,
+                    on_start=on_start,
+                )
+            except ZygoteDiedError as e:
+                if self.loaded.policy.zygote_fallback != "spawn":
+                    stopped = ZygoteDiedError(
+                        f"{e}; the policy allows no fallback, so no tool call runs "
+                        "(`harness v2 resume` continues a stopped run)"
+                    )
+                    stopped.partial = e.partial
+                    raise stopped from e
+                _log.warning("sandbox.zygote_fallback", reason=str(e), fallback="spawn")
+                self._zygote = None
+                zygote.close()
+        return super()._run(
+            argv,
+            stdin,
+            timeout_s=timeout_s,
+            env_source=env_source,
+            cwd=cwd,
+            on_exit=on_exit,
+            pass_fds=pass_fds,
+            on_start=on_start,
+        )
+
     def _argv(self, run_fd: int | None, run_name: str) -> list[str]:
         # The parent's pid is read per call: the child dies with the process that started it.
         argv = [*self._bare_argv(), "--parent", str(os.getpid()), "--confine", self._policy_json]
@@ -117,4 +203,5 @@ class LinuxBackend(ChildBackend):
             tool_code=str(self.tool_code),
             limits=dict(self._limits),
             scopes=dict(self._scopes),
+            mode=self.mode,
         )

@@ -19,7 +19,12 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from harness.errors import SandboxError, SandboxPolicyError, SandboxUnavailableError
+from harness.errors import (
+    SandboxError,
+    SandboxPolicyError,
+    SandboxUnavailableError,
+    SandboxZygoteError,
+)
 from harness.log import get_logger
 from harness.resources import code_root
 from harness.sandbox._backend import ChildBackend, Limits, resolve_interpreter
@@ -54,7 +59,8 @@ def warm_bytecode(root: Path) -> None:
     set or a tree never imported). Only performance depends on this: a tree that cannot be
     written is left as it is.
     """
-    sources = [root / "harness" / "__init__.py", root / "harness" / "sandbox" / "_confine.py"]
+    sources = [root / "harness" / "__init__.py"]
+    sources += [root / "harness" / "sandbox" / name for name in ("_confine.py", "_zygote.py")]
     sources += sorted((root / "harness" / "tools").glob("*.py"))
     for source in sources:
         cached = Path(importlib.util.cache_from_source(str(source)))
@@ -85,8 +91,13 @@ def open_backend(
     project_root: Path | None = None,
     limits: Limits | None = None,
     self_test_timeout_s: float = SELF_TEST_TIMEOUT_S,
+    spawn: bool = False,
 ) -> ChildBackend:
     """Open the sandbox backend for this machine, proven by a confined echo control.
+
+    On Linux every call's child is forked by a zygote started here (before the caller reads
+    any credential) unless ``spawn`` asks for a fresh interpreter per call; macOS always
+    spawns one ``sandbox-exec`` child per call.
 
     Args:
         tier: on Linux, use only this tier of the policy (default: the first that works).
@@ -95,6 +106,7 @@ def open_backend(
         project_root: the directory holding the ``harness`` package the child runs.
         limits: request, reply and stderr size limits.
         self_test_timeout_s: wall-clock limit for each proving child.
+        spawn: Linux: spawn a fresh interpreter per call instead of forking from a zygote.
 
     Raises:
         SandboxUnavailableError: when no backend or tier can be proven here.
@@ -109,7 +121,7 @@ def open_backend(
     warm_bytecode(root)
     platform: str = sys.platform  # a plain str: the checker must not drop the other branches
     if platform == "linux":
-        return _open_linux(tier, policy_path, interp, root, lim, self_test_timeout_s)
+        return _open_linux(tier, policy_path, interp, root, lim, self_test_timeout_s, spawn=spawn)
     if platform == "darwin":
         if tier not in (None, "seatbelt"):
             raise SandboxPolicyError(f"macOS has only the tier 'seatbelt', not {tier!r}")
@@ -127,8 +139,11 @@ def _open_linux(
     root: Path,
     limits: Limits,
     timeout_s: float,
+    *,
+    spawn: bool,
 ) -> ChildBackend:
     loaded = load_linux_policy(policy_path)
+    fallback = loaded.policy.zygote_fallback == "spawn"
     names = [t.name for t in loaded.policy.tiers]
     if tier is not None:
         if tier not in names:
@@ -152,23 +167,47 @@ def _open_linux(
             _log.warning("sandbox.tier_unavailable", tier=name, reason=str(e))
             reasons.append(f"tier {name!r}: {e}")
             continue
-        why = self_test(backend, timeout_s=timeout_s)
+        why = _prove(backend, spawn=spawn, fallback=fallback, timeout_s=timeout_s)
         if why is None:
             info = backend.describe()
             _log.info(
                 "sandbox.backend",
                 backend=info.backend,
                 tier=info.tier,
+                mode=info.mode,
                 landlock_abi=info.landlock_abi,
                 profile_digest=info.profile_digest,
             )
             return backend
+        backend.close()
         _log.warning("sandbox.tier_unavailable", tier=name, reason=why)
         reasons.append(f"tier {name!r}: {why}")
     raise SandboxUnavailableError(
         "cannot sandbox tool calls on this machine, no tier of the Linux policy can be proven "
         f"(Landlock ABI {abi or 'unavailable'}; " + "; ".join(reasons) + ")"
     )
+
+
+def _prove(backend: LinuxBackend, *, spawn: bool, fallback: bool, timeout_s: float) -> str | None:
+    """Start the zygote (unless ``spawn``) and run the echo control; None when it answered.
+
+    A zygote that cannot start or whose child fails the control is the tier's failure, unless
+    the policy allows the spawn fallback: then the same tier is proven by a spawned child.
+    """
+    if not spawn:
+        try:
+            backend.start_zygote()
+        except SandboxZygoteError as e:
+            if not fallback:
+                return f"{e} (the policy allows no spawn fallback)"
+            _log.warning("sandbox.zygote_fallback", tier=backend.tier, reason=str(e))
+            return self_test(backend, timeout_s=timeout_s)
+    why = self_test(backend, timeout_s=timeout_s)
+    if why is not None and not spawn and fallback:
+        _log.warning("sandbox.zygote_fallback", tier=backend.tier, reason=why)
+        backend.close()
+        return self_test(backend, timeout_s=timeout_s)
+    return why
 
 
 def _open_seatbelt(

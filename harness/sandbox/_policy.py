@@ -107,6 +107,9 @@ class LinuxPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     schema: str
     about: str
     tiers: tuple[TierSpec, ...]
+    # ``none``: a zygote that dies or cannot prove its tier stops every call (fail closed);
+    # ``spawn``: calls then spawn a fresh interpreter each, under the same tier.
+    zygote_fallback: Literal["none", "spawn"] = "none"
     limits: LimitsSpec
     landlock: LandlockSpec
     seccomp: SeccompSpec

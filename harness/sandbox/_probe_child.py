@@ -185,11 +185,122 @@ def _attempt_report(fn: Callable[[], str]) -> str:
         return f"{type(e).__name__}: {e}"
 
 
+_PLANT_PREFIX = "harness-planted-"
+_PTRACE_ATTACH = 16
+_PTRACE_DETACH = 17
+_CLONE_PARENT = 0x00008000
+_SIGCHLD = 17
+_NR_CLONE = {"x86_64": 56, "aarch64": 220}
+
+
+def _plant(nonce: str) -> None:
+    """An earlier call: leave the nonce in the environment, module state, memory and a pipe."""
+    from harness.tools import catalog
+
+    os.environ["HARNESS_PLANTED"] = nonce
+    catalog.__dict__["_harness_planted"] = nonce
+    held = [nonce.encode() * 1024]
+    r, w = os.pipe()
+    os.write(w, nonce.encode())
+    sys.modules["__main__"].__dict__["_held"] = (held, r, w)
+    sys.stdout.write(f"planted {nonce}")
+    sys.stdout.flush()
+
+
+def _earlier_state() -> str:
+    """Look for anything an earlier call left: environment, module state, memory, descriptors."""
+    import gc
+
+    found = [v for k, v in os.environ.items() if _PLANT_PREFIX in v or k == "HARNESS_PLANTED"]
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, str) and _PLANT_PREFIX in value:
+                found.append(value)
+    in_memory: set[str] = set()
+    for obj in gc.get_objects():
+        if obj is found or not isinstance(obj, (list, tuple, dict)):
+            continue
+        for item in list(obj.values() if isinstance(obj, dict) else obj):
+            if isinstance(item, (str, bytes)) and len(item) < 1 << 20:
+                text = item if isinstance(item, str) else item.decode("latin-1")
+                if _PLANT_PREFIX in text:
+                    in_memory.add(text[:200])
+    found += sorted(in_memory)
+    fds = []
+    for fd in range(3, 64):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        fds.append(fd)
+        try:
+            os.set_blocking(fd, False)
+            found.append(os.read(fd, 4096).decode("latin-1"))
+        except OSError:
+            pass
+    found = [f for f in found if f != _PLANT_PREFIX]
+    return f"descriptors {fds}; found {found}"
+
+
+def _attack(pid: int) -> str:
+    """Signal ``pid`` (SIGKILL) and try to ptrace it; say what happened."""
+    import ctypes
+
+    results = [_attempt(lambda: os.kill(pid, 9))]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
+    if libc.ptrace(_PTRACE_ATTACH, pid, None, None) == 0:
+        time.sleep(0.2)  # long enough for the parent's watch to see the tracer
+        libc.ptrace(_PTRACE_DETACH, pid, None, None)
+        results.append("ptrace attach succeeded")
+    else:
+        results.append(f"ptrace: {os.strerror(ctypes.get_errno())}")
+    return "; ".join(results)
+
+
+def _outlive() -> str:
+    """Try to leave a process behind: a sibling by clone(CLONE_PARENT), and a forked copy."""
+    import ctypes
+
+    nr = _NR_CLONE.get(os.uname().machine)
+    results = []
+    if nr is None:
+        results.append("no clone number for this machine")
+    else:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        rc = libc.syscall(
+            ctypes.c_long(nr), ctypes.c_long(_CLONE_PARENT | _SIGCHLD), None, None, None, None
+        )
+        if rc == 0:
+            time.sleep(30)
+            os._exit(0)
+        results.append(
+            f"clone(CLONE_PARENT): {rc}" + ("" if rc > 0 else f" {os.strerror(ctypes.get_errno())}")
+        )
+    results.append(_attempt(_fork))
+    return "; ".join(results)
+
+
 def main() -> None:
     """Read the job from stdin, attempt every probe, write the report to stdout."""
     job = json.loads(sys.stdin.buffer.read())
+    if "plant" in job:
+        _plant(job["plant"])
+        return
+    if "sibling_s" in job:
+        time.sleep(job["sibling_s"])
+        sys.stdout.write("sibling finished")
+        return
     attempts: dict[str, str] = {}
     seen: dict[str, str] = {}
+    attempts["earlier_call_state"] = _attempt_report(_earlier_state)
+    seen["earlier_call_state"] = attempts["earlier_call_state"]
+    attempts["signal_sibling"] = _attempt_report(lambda: _attack(job["sibling_pid"]))
+    # The zygote is attacked last, after the report is out: if the attack worked, this child
+    # dies with its zygote, and everything else must already have been judged.
+    attempts["signal_zygote"] = "attempted after this report" if job["zygote_pid"] else "none"
     attempts["tcp_loopback"] = _attempt(lambda: _tcp(job["tcp_port"]))
     attempts["udp_loopback"] = _attempt(lambda: _udp(job["udp_port"], job["nonce"].encode("ascii")))
     attempts["unix_socket_path"] = _attempt(lambda: _unix(job["unix_path"]))
@@ -240,8 +351,13 @@ def main() -> None:
     attempts["memfd_huge"] = _attempt_report(_memfd)
     attempts["memory_2gib"] = _attempt_report(_memory)
     attempts["threads_300"] = _attempt_report(_threads)
+    attempts["outlive_reply"] = _attempt_report(_outlive)
+    attempts["zygote_state"] = "judged by the parent alone"
     sys.stdout.write(json.dumps({"done": True, "attempts": attempts, "seen": seen}))
     sys.stdout.flush()
+    if job["zygote_pid"] is not None:
+        sys.stderr.write(f"signal_zygote: {_attempt_report(lambda: _attack(job['zygote_pid']))}\n")
+        sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness.errors import SandboxProbeError
+from harness.errors import SandboxProbeError, SandboxZygoteError
 from harness.log import get_logger
 from harness.sandbox._backend import ChildBackend
 from harness.sandbox._open import self_test
@@ -82,6 +82,8 @@ _OPTIONAL: Final = frozenset(
         "parent_environ",
         "sigio_parent",
         "threads_300",
+        "signal_zygote",
+        "zygote_state",
     }
 )
 _VICTIMS: Final = (
@@ -117,6 +119,11 @@ PROBE_NAMES: Final = (
     "memfd_huge",
     "memory_2gib",
     "threads_300",
+    "earlier_call_state",
+    "signal_sibling",
+    "signal_zygote",
+    "outlive_reply",
+    "zygote_state",
 )
 _GIB: Final = 1 << 30
 _THREADS_TARGET: Final = 300
@@ -124,6 +131,11 @@ _RTTIME_MARK: Final = 123_456_789
 _WATCH_INTERVAL_S: Final = 0.003
 _PLANTED_ENV: Final = ("HARNESS_PROBE_CREDENTIAL", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 _VICTIM_MTIME_NS: Final = 1_000_000_000 * 1_000_000_000
+_SIBLING_S: Final = 1.5
+_SIBLING_DONE: Final = b"sibling finished"
+# What a zygote's descriptors may be: its null standard streams, its sockets, its pidfds and
+# its selector. A file, a pipe or a directory there would be something a child inherits.
+_ZYGOTE_FD_KINDS: Final = ("/dev/null", "socket:[", "anon_inode:[pidfd]", "anon_inode:[eventpoll]")
 _log = get_logger("harness.sandbox")
 
 
@@ -310,6 +322,8 @@ class _Targets:
             os.chmod(path, 0o644)
             os.utime(path, ns=(_VICTIM_MTIME_NS, _VICTIM_MTIME_NS))
         self.xattr_supported = self._xattr_control(base / "xattr-control")
+        self.sibling_pid = 0
+        self.zygote_pid: int | None = None
 
     def _listen(self, family: int, kind: int, address: Any) -> socket.socket:
         sock = self.stack.enter_context(socket.socket(family, kind))
@@ -402,6 +416,8 @@ class _Targets:
                 "limits_victim": self.limits_victim.pid,
                 "sigio_victim": self.sigio_victim.pid,
                 "rttime_mark": _RTTIME_MARK,
+                "sibling_pid": self.sibling_pid,
+                "zygote_pid": self.zygote_pid,
             }
         ).encode()
 
@@ -482,6 +498,8 @@ class _Watch:
         self.shmem_base = _shmem_bytes()
         self.max_shmem_growth = 0
         self.others: dict[int, str] = {}
+        self.watched: dict[str, int] = {}
+        self.traced: dict[str, str] = {}
         self._started = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sandbox-probe-watch", daemon=True)
@@ -507,6 +525,10 @@ class _Watch:
             time.sleep(_WATCH_INTERVAL_S)
 
     def _sample(self, leader: int) -> None:
+        for name, pid in self.watched.items():
+            tracer = _status_fields(pid).get("TracerPid", "0")
+            if tracer not in ("0", ""):
+                self.traced[name] = tracer
         self.max_shmem_growth = max(self.max_shmem_growth, _shmem_bytes() - self.shmem_base)
         leader_depth = len(_status_fields(leader).get("NSpid", "").split()) or 1
         threads = 0
@@ -526,6 +548,88 @@ class _Watch:
             if not own_init:
                 self.others[int(member)] = fields.get("Name", "?")
         self.max_threads = max(self.max_threads, threads)
+
+
+class _Sibling:
+    """A concurrent call through the same backend that only sleeps: the probe child's victim."""
+
+    def __init__(self, backend: ChildBackend, timeout_s: float) -> None:
+        self._started = threading.Event()
+        self._pid = 0
+        self._result: RunResult | None = None
+        self._error = ""
+
+        def run() -> None:
+            try:
+                self._result = backend.exec_file(
+                    _PROBE_CHILD,
+                    stdin=json.dumps({"sibling_s": _SIBLING_S}).encode(),
+                    timeout_s=timeout_s,
+                    on_start=self._on_start,
+                )
+            except Exception as e:  # noqa: BLE001 - reported as the sibling's failure
+                self._error = f"{type(e).__name__}: {e}"
+            finally:
+                self._started.set()
+
+        self._thread = threading.Thread(target=run, name="sandbox-probe-sibling", daemon=True)
+        self._thread.start()
+
+    def _on_start(self, pid: int) -> None:
+        self._pid = pid
+        self._started.set()
+
+    def pid(self) -> int:
+        """The sibling's pid, once it started (raises when it could not start)."""
+        if not self._started.wait(PROBE_TIMEOUT_S) or not self._pid:
+            raise SandboxProbeError(f"the sibling call did not start: {self._error or 'timeout'}")
+        return self._pid
+
+    def result(self) -> RunResult | None:
+        """Wait for the sibling to end; None when it failed to run."""
+        self._thread.join()
+        return self._result
+
+
+def _sibling_summary(run: RunResult | None) -> str:
+    if run is None:
+        return "it did not run"
+    return f"exit status {run.exit_status}, stdout {run.stdout[:60]!r}"
+
+
+def _alive(pid: int) -> bool:
+    state = _status_fields(pid).get("State", "")
+    return bool(state) and not state.startswith(("Z", "X"))
+
+
+def _zygote_state(pid: int | None, allowed_env: dict[str, str]) -> tuple[bool, str | None]:
+    """(applicable, breach): the zygote's environment and descriptors, read from outside."""
+    if pid is None:
+        return False, None
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False, None
+    allowed = {f"{k}={v}".encode() for k, v in allowed_env.items()}
+    extra_env = [e.split(b"=", 1)[0].decode("latin-1") for e in environ.split(b"\0") if e]
+    extra_env = [
+        name
+        for name, entry in zip(extra_env, [e for e in environ.split(b"\0") if e], strict=True)
+        if entry not in allowed
+    ]
+    bad_fds = [
+        f"{fd} -> {target}"
+        for fd, target in sorted(fds.items(), key=lambda item: int(item[0]))
+        if not target.startswith(_ZYGOTE_FD_KINDS)
+        or (target == "/dev/null") != (int(fd) in (0, 1, 2))
+    ]
+    problems = []
+    if extra_env:
+        problems.append(f"environment beyond the allowlist: {', '.join(extra_env)}")
+    if bad_fds:
+        problems.append(f"descriptors a child could use: {', '.join(bad_fds)}")
+    return True, "; ".join(problems) or None
 
 
 def _accept_one(sock: socket.socket) -> socket.socket:
@@ -648,20 +752,38 @@ def _probe(
     parent_priority = _priority(os.getpid())
     victim_limits = _proc_limits(t.limits_victim.pid)
     victim_priority = _priority(t.limits_victim.pid)
+    t.zygote_pid = backend.zygote_pid()
+    plant_nonce = f"harness-planted-{secrets.token_hex(16)}"
+    plant = backend.exec_file(
+        _PROBE_CHILD, stdin=json.dumps({"plant": plant_nonce}).encode(), timeout_s=timeout_s
+    )
+    planted = plant.exit_status == 0 and plant.stdout == f"planted {plant_nonce}".encode()
+    sibling = _Sibling(backend, timeout_s)
+    t.sibling_pid = sibling.pid()
     sigurg: list[int] = []
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGURG, lambda s, f: sigurg.append(s)) if main_thread else None
     try:
         with _Watch() as watch:
-            run: RunResult = backend.exec_file(
-                _PROBE_CHILD,
-                stdin=t.job(),
-                timeout_s=timeout_s,
-                cwd=t.cwd,
-                env_source=env_source,
-                on_exit=lambda pid: left_behind.extend(_session_members(pid)),
-                on_start=watch.start,
-            )
+            watch.watched["sibling"] = t.sibling_pid
+            if t.zygote_pid is not None:
+                watch.watched["zygote"] = t.zygote_pid
+            try:
+                run: RunResult = backend.exec_file(
+                    _PROBE_CHILD,
+                    stdin=t.job(),
+                    timeout_s=timeout_s,
+                    cwd=t.cwd,
+                    env_source=env_source,
+                    on_exit=lambda pid: left_behind.extend(_session_members(pid)),
+                    on_start=watch.start,
+                )
+            except SandboxZygoteError as e:
+                # The child killed its zygote (and so itself): judge what it wrote before.
+                partial = getattr(e, "partial", None)
+                if partial is None:
+                    raise
+                run = partial
         time.sleep(0.05)  # a signal already pending runs its handler by now
     finally:
         if main_thread:
@@ -674,6 +796,12 @@ def _probe(
     if priority_now != parent_priority and parent_priority is not None:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, os.getpid(), parent_priority)
+    sibling_run = sibling.result()
+    time.sleep(0.05)  # anything the child left to outlive it has had time to show itself
+    leader = watch.leader
+    outlived = [] if leader is None else _session_members(leader, include_zombies=False)
+    zygote_alive = t.zygote_pid is None or _alive(t.zygote_pid)
+    zygote_state = _zygote_state(t.zygote_pid, child_env(os.environ))
     decoy_status = t.decoy.poll()
     output = (run.stdout + b"\n" + run.stderr).decode("latin-1")
     try:
@@ -693,10 +821,13 @@ def _probe(
         *,
         applicable: bool = True,
         why_not: str = "this machine has no such target",
+        inconclusive: str | None = None,
     ) -> None:
         saw = attempts.get(name, "no report")
         if not applicable:
             verdict, truth = Verdict.NOT_APPLICABLE, why_not
+        elif inconclusive is not None and not breached:
+            verdict, truth = Verdict.INCONCLUSIVE, inconclusive
         elif breached:
             verdict, truth = Verdict.ALLOWED, breached
         elif not complete:
@@ -867,6 +998,60 @@ def _probe(
         f"it had at most {watch.max_threads} threads at once",
         applicable=limits.get("tasks") is not None,
         why_not="this tier holds no task cap (describe: tasks null)",
+    )
+    judge(
+        "earlier_call_state",
+        "an earlier call's environment, module state, memory and open pipe",
+        "the child's output holds the earlier call's nonce" if plant_nonce in output else None,
+        "nothing of the earlier call in the child's environment, memory or descriptors",
+        inconclusive=None if planted else f"the planting call did not plant ({plant.exit_status})",
+    )
+    sibling_ok = sibling_run is not None and (
+        sibling_run.exit_status == 0 and sibling_run.stdout == _SIBLING_DONE
+    )
+    sibling_traced = watch.traced.get("sibling")
+    sibling_killed = sibling_run is not None and sibling_run.exit_status < 0
+    judge(
+        "signal_sibling",
+        f"pid {t.sibling_pid} (a concurrent call), SIGKILL and ptrace",
+        f"the sibling was killed ({_sibling_summary(sibling_run)})"
+        if sibling_killed
+        else f"the sibling was traced by pid {sibling_traced}"
+        if sibling_traced is not None
+        else None,
+        "the sibling call finished normally and was never traced",
+        inconclusive=None
+        if sibling_ok
+        else f"the sibling call did not run as planned ({_sibling_summary(sibling_run)})",
+    )
+    zygote_traced = watch.traced.get("zygote")
+    judge(
+        "signal_zygote",
+        f"pid {t.zygote_pid} (the zygote), SIGKILL and ptrace",
+        "the zygote is gone"
+        if not zygote_alive
+        else f"the zygote was traced by pid {zygote_traced}"
+        if zygote_traced is not None
+        else None,
+        "the zygote is alive and was never traced",
+        applicable=t.zygote_pid is not None,
+        why_not="no zygote: this backend spawns every child",
+    )
+    judge(
+        "outlive_reply",
+        "clone(CLONE_PARENT) and fork, then reply",
+        f"alive after the reply: {', '.join(outlived)}" if outlived else None,
+        "no process of the call's session (a clone(CLONE_PARENT) sibling stays in it) was "
+        "left after its reply",
+    )
+    judge(
+        "zygote_state",
+        f"/proc/{t.zygote_pid}/environ and /proc/{t.zygote_pid}/fd",
+        zygote_state[1],
+        "the zygote's environment is the allowlist and its descriptors are /dev/null, sockets "
+        "and pidfds only",
+        applicable=zygote_state[0],
+        why_not="no zygote, or its /proc files are not readable by this user",
     )
     return ProbeReport(
         backend=info,

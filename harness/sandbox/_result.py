@@ -105,6 +105,8 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
         limits: the per-call resource caps in force (None: a cap this tier cannot hold).
         scopes: how each Landlock scope the policy asks for is held (``landlock`` or
             ``seccomp``), Linux only.
+        mode: how each call's child comes to be: ``zygote`` (Linux: forked by the zygote,
+            then confined by itself) or ``spawn`` (a fresh interpreter per call; macOS always).
     """
 
     backend: str
@@ -116,3 +118,4 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
     tool_code: str
     limits: dict[str, int | None] | None = None
     scopes: dict[str, str] | None = None
+    mode: str = "spawn"

@@ -25,7 +25,7 @@ from typing import Final
 from harness.errors import SandboxError
 from harness.sandbox._result import RunResult
 
-__all__ = ["CHILD_ENV_ALLOWLIST", "child_env", "run_child"]
+__all__ = ["CHILD_ENV_ALLOWLIST", "child_env", "pump", "run_child"]
 
 _CHUNK: Final = 65536
 _POLL_S: Final = 0.0005
@@ -131,6 +131,68 @@ def run_child(
         with contextlib.suppress(OSError):
             pidfd = os.pidfd_open(pid)
     in_fd, out_fd, err_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
+    out, err, timed_out, overflow = pump(
+        in_fd,
+        out_fd,
+        err_fd,
+        stdin,
+        deadline=deadline,
+        max_stdout=max_stdout,
+        max_stderr=max_stderr,
+        exit_fd=pidfd,
+        close_stdin=proc.stdin.close,
+    )
+    if timed_out or overflow:
+        _kill_group(pid)
+    if not _wait_exit(pid, pidfd, deadline):
+        timed_out = True
+        _kill_group(pid)
+        _wait_exit(pid, pidfd, time.monotonic() + 10.0)
+    if on_exit is not None:
+        on_exit(pid)
+    _kill_group(pid)  # stragglers in its group; the unreaped leader keeps the id from reuse
+    # Reaped here, not by ``proc.wait()``: ``wait4`` also says what CPU time and memory the
+    # child (and whatever it waited for itself) used, which tells a cap from a kill.
+    _, wait_status, usage = os.wait4(pid, 0)
+    status = os.waitstatus_to_exitcode(wait_status)
+    proc.returncode = status
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    if pidfd is not None:
+        os.close(pidfd)
+    return RunResult(
+        exit_status=status,
+        stdout=bytes(out[: max_stdout + 1]),
+        stderr=bytes(err),
+        timed_out=timed_out,
+        stdout_overflow=overflow,
+        elapsed_s=time.perf_counter() - start,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        # Linux counts ru_maxrss in KiB, macOS in bytes.
+        max_rss_bytes=usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024),
+    )
+
+
+def pump(
+    in_fd: int,
+    out_fd: int,
+    err_fd: int,
+    stdin: bytes,
+    *,
+    deadline: float,
+    max_stdout: int,
+    max_stderr: int,
+    exit_fd: int | None,
+    close_stdin: Callable[[], None],
+) -> tuple[bytearray, bytearray, bool, bool]:
+    """Feed stdin and read stdout and stderr until both close, the child ends or a limit passes.
+
+    ``exit_fd`` becoming readable means the child is gone: what it wrote is in the pipes then,
+    and descendants that still hold them open must not keep the call waiting.
+
+    Returns:
+        stdout, the tail of stderr, whether the deadline passed, whether stdout overflowed.
+    """
     for fd in (in_fd, out_fd, err_fd):
         os.set_blocking(fd, False)
     out = bytearray()
@@ -142,11 +204,11 @@ def run_child(
         if pending:
             sel.register(in_fd, selectors.EVENT_WRITE)
         else:
-            proc.stdin.close()
+            close_stdin()
         sel.register(out_fd, selectors.EVENT_READ)
         sel.register(err_fd, selectors.EVENT_READ)
-        if pidfd is not None:
-            sel.register(pidfd, selectors.EVENT_READ)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ)
         open_pipes = {out_fd, err_fd}
 
         def drain(fd: int) -> bool:
@@ -185,11 +247,9 @@ def run_child(
                     pending = pending[written:]
                     if not pending:
                         sel.unregister(in_fd)
-                        proc.stdin.close()
-                elif fd == pidfd:
-                    # The child is gone: what it wrote is in the pipes now. Descendants that
-                    # still hold them open must not keep the call waiting.
-                    sel.unregister(pidfd)
+                        close_stdin()
+                elif fd == exit_fd:
+                    sel.unregister(exit_fd)
                     for pipe in tuple(open_pipes):
                         overflow = overflow or drain(pipe)
                     open_pipes.clear()
@@ -199,32 +259,4 @@ def run_child(
                     break
     finally:
         sel.close()
-    if timed_out or overflow:
-        _kill_group(pid)
-    if not _wait_exit(pid, pidfd, deadline):
-        timed_out = True
-        _kill_group(pid)
-        _wait_exit(pid, pidfd, time.monotonic() + 10.0)
-    if on_exit is not None:
-        on_exit(pid)
-    _kill_group(pid)  # stragglers in its group; the unreaped leader keeps the id from reuse
-    # Reaped here, not by ``proc.wait()``: ``wait4`` also says what CPU time and memory the
-    # child (and whatever it waited for itself) used, which tells a cap from a kill.
-    _, wait_status, usage = os.wait4(pid, 0)
-    status = os.waitstatus_to_exitcode(wait_status)
-    proc.returncode = status
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        stream.close()
-    if pidfd is not None:
-        os.close(pidfd)
-    return RunResult(
-        exit_status=status,
-        stdout=bytes(out[: max_stdout + 1]),
-        stderr=bytes(err),
-        timed_out=timed_out,
-        stdout_overflow=overflow,
-        elapsed_s=time.perf_counter() - start,
-        cpu_s=usage.ru_utime + usage.ru_stime,
-        # Linux counts ru_maxrss in KiB, macOS in bytes.
-        max_rss_bytes=usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024),
-    )
+    return out, err, timed_out, overflow

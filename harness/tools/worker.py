@@ -39,7 +39,11 @@ __all__ = [
     "EXIT_USAGE",
     "MAX_REQUEST_BYTES",
     "RESOURCE_LIMIT_KIND",
+    "confine",
+    "entry",
+    "load_confine",
     "main",
+    "parse_policy",
 ]
 
 MAX_REQUEST_BYTES: Final = 32 * 1024 * 1024
@@ -68,25 +72,65 @@ def _is_resource_error(e: BaseException) -> bool:
     return isinstance(e, RuntimeError) and "can't start new thread" in str(e)
 
 
-def _confine(root: str, policy_json: str, parent: int | None) -> None:
-    # Loaded by path: importing the ``harness.sandbox`` package would pull in the parent side
-    # (structlog, blake3), which ``-S`` cannot import and start-up cannot afford. The loader
-    # still uses the module's cached bytecode; ``importlib.util`` would cost more than it does.
-    from importlib.machinery import PathFinder, SourceFileLoader
+def load_confine(root: str) -> Any:
+    """The child-side confinement module (``harness/sandbox/_confine.py``), loaded once.
 
+    Loaded by path: importing the ``harness.sandbox`` package would pull in the parent side
+    (structlog, blake3), which ``-S`` cannot import and start-up cannot afford. The loader
+    still uses the module's cached bytecode; ``importlib.util`` would cost more than it does.
+    A zygote loads it before it forks, so its children find it here already.
+    """
     name = "_harness_sandbox_confine"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    from importlib.machinery import SourceFileLoader
+
     path = os.path.join(root, "harness", "sandbox", "_confine.py")
     module = type(sys)(name)
     module.__file__ = path
     SourceFileLoader(name, path).exec_module(module)
-    policy = json.loads(policy_json)
+    sys.modules[name] = module
+    return module
+
+
+_POLICIES: dict[str, Any] = {}
+
+
+def parse_policy(policy_json: str) -> Any:
+    """The tier the parent passed, decoded once per process image (a zygote decodes it first)."""
+    policy = _POLICIES.get(policy_json)
+    if policy is None:
+        policy = _POLICIES[policy_json] = json.loads(policy_json)
+    return policy
+
+
+def confine(
+    root: str, policy_json: str, parent: int | None, report_fd: int | None = None
+) -> str | None:
+    """Apply the tier to this process; None when it holds, else the one line saying why not.
+
+    A process that gets a reason must not run the tool (it exits :data:`EXIT_CONFINE_FAILED`
+    once it can say why).
+    """
+    from importlib.machinery import PathFinder
+
+    module = load_confine(root)
+    policy = parse_policy(policy_json)
     # Landlock allows reading the tool code but not listing the project root, which the import
     # system lists once to find ``harness``: fill that cache now (this runs no project code).
     PathFinder.find_spec("harness", [root])
     try:
-        module.apply(policy, parent=parent)
+        module.apply(policy, parent=parent, report_fd=report_fd)
     except module.ConfineError as e:
-        sys.stderr.write(f"sandbox: {e}\n")
+        return f"sandbox: {e}"
+    return None
+
+
+def _confine(root: str, policy_json: str, parent: int | None) -> None:
+    why = confine(root, policy_json, parent)
+    if why is not None:
+        sys.stderr.write(f"{why}\n")
         sys.stderr.flush()
         os._exit(EXIT_CONFINE_FAILED)
 
@@ -194,9 +238,10 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def _entry() -> int:
+def entry(argv: list[str]) -> int:
+    """Run :func:`main`; a ``MemoryError`` that escapes it is the call's memory cap."""
     try:
-        return main(sys.argv[1:])
+        return main(argv)
     except MemoryError:
         # Whatever was allocated is unwound by now: say why, without allocating much.
         os.write(2, b"worker: MemoryError: the call passed its memory cap\n")
@@ -204,7 +249,7 @@ def _entry() -> int:
 
 
 if __name__ == "__main__":
-    status = _entry()
+    status = entry(sys.argv[1:])
     if "--run-fd" in sys.argv:
         sys.exit(status)  # a file run by ``sandbox exec`` ends as Python programs do
     # A tool call has written its whole reply: skip the interpreter's finalization (several

@@ -7,6 +7,7 @@ A test that needs a misbehaving tool or a broken worker copies the real ``harnes
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -54,3 +55,31 @@ def tier(policy: dict[str, Any], name: str) -> dict[str, Any]:
     """The tier called ``name`` in a policy dict."""
     found: dict[str, Any] = next(t for t in policy["tiers"] if t["name"] == name)
     return found
+
+
+def _stdout_is_a_pipe(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/1").startswith("pipe:")
+    except OSError:
+        return False
+
+
+def _proc_children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def busy_zygote_children(zygote: int) -> list[int]:
+    """The zygote's children that run a call now (not the one waiting for its call).
+
+    A waiting child still has the zygote's /dev/null as stdout; a busy one (or, with a pid
+    namespace, its pid 1) writes to the call's pipe. Reads /proc of processes that are not
+    dumpable: root only.
+    """
+    return [
+        child
+        for child in _proc_children(zygote)
+        if _stdout_is_a_pipe(child) or any(_stdout_is_a_pipe(g) for g in _proc_children(child))
+    ]

@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sandbox_support import FIXTURE_CATALOG, project_copy, tier, weakened_policy
+from sandbox_support import (
+    FIXTURE_CATALOG,
+    busy_zygote_children,
+    project_copy,
+    tier,
+    weakened_policy,
+)
 
 from harness.cli import main
 from harness.errors import SandboxError
@@ -149,7 +155,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from harness.sandbox import open_backend
-backend = open_backend(tier=sys.argv[2])
+backend = open_backend(tier=sys.argv[2], spawn=sys.argv[4] == "spawn")
 print("ready", flush=True)
 backend.exec_file(Path(sys.argv[3]), timeout_s=120)
 """
@@ -174,6 +180,16 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _is_zygote(pid: int) -> bool:
+    """A zygote: a direct child of this process running ``_zygote.py`` (its forks are not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return int(stat[stat.rfind(")") + 2 :].split()[1]) == os.getpid() and b"_zygote.py" in cmdline
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -182,13 +198,17 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
+@pytest.mark.parametrize("mode", ["zygote", "spawn"])
 @pytest.mark.parametrize("name", TIERS)
-def test_children_die_with_their_parent(tmp_path: Path, name: str) -> None:
+def test_children_die_with_their_parent(tmp_path: Path, name: str, mode: str) -> None:
+    """Killing the harness ends its calls: spawned ones by the tie to their parent, forked
+    ones because the zygote sees its socket close, kills them and exits (and they are tied
+    to the zygote)."""
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text("import time\ntime.sleep(100)\n")
     root = str(open_backend().project_root)
     parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT, root, name, str(sleeper)],
+        [sys.executable, "-c", _PARENT, root, name, str(sleeper), mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -196,7 +216,7 @@ def test_children_die_with_their_parent(tmp_path: Path, name: str) -> None:
     assert parent.stdout.readline() == b"ready\n"
     deadline = time.monotonic() + 30
     children: list[int] = []
-    expected = 2 if "pid" in tier(_policy(), name)["unshare"] else 1
+    expected = (2 if "pid" in tier(_policy(), name)["unshare"] else 1) + (mode == "zygote")
     while len(children) < expected:
         assert time.monotonic() < deadline, "the sandboxed child never started"
         children = [p for p in _descendants(parent.pid) if _alive(p)]
@@ -226,7 +246,14 @@ def test_timeout_kills_everything_the_call_started(backend: LinuxBackend) -> Non
     result = _call(backend, "sleep", {"seconds": 60}, timeout_s=1.0)
     assert result.outcome is Outcome.TIMEOUT
     assert time.monotonic() - started < 10
-    assert [p for p in _descendants(os.getpid()) if _alive(p)] == []
+    zygotes = {p for p in _descendants(os.getpid()) if _is_zygote(p)}
+    assert zygotes or backend.zygote_pid() is None
+    # A zygote keeps the next call's child waiting (and its pid 1): nothing of this call.
+    # Listed after the others, so a child forked meanwhile is among them.
+    alive = [p for p in _descendants(os.getpid()) if _alive(p)]
+    waiting = {w for z in zygotes for w in _descendants(z)}
+    assert [p for p in alive if p not in zygotes | waiting] == []
+    assert [busy for z in zygotes for busy in busy_zygote_children(z)] == []
 
 
 # -- exec by descriptor ------------------------------------------------------------------------

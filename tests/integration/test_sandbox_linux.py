@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import FIXTURE_CATALOG, project_copy, tier, weakened_policy
+from sandbox_support import (
+    FIXTURE_CATALOG,
+    busy_zygote_children,
+    project_copy,
+    tier,
+    weakened_policy,
+)
 from structlog.testing import capture_logs
 
 from harness.errors import (
@@ -213,8 +219,14 @@ def test_unprovable_tier_refuses_in_one_sentence(tmp_path: Path) -> None:
 
 def test_broken_worker_cannot_open(tmp_path: Path) -> None:
     root = project_copy(tmp_path / "p", worker_text="import sys\nsys.exit(5)\n")
-    with pytest.raises(SandboxUnavailableError, match=r"died: the child exited with status 5"):
+    # The zygote imports the worker first: it fails closed, in one line, naming its status.
+    with pytest.raises(
+        SandboxUnavailableError, match=r"zygote did not start: it exited with status 5"
+    ) as caught:
         open_backend(project_root=root)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(SandboxUnavailableError, match=r"died: the child exited with status 5"):
+        open_backend(project_root=root, spawn=True)
 
 
 def test_exec_file_runs_confined_and_passes_exit_status(tmp_path: Path) -> None:
@@ -269,18 +281,26 @@ def test_runner_does_not_wait_for_descendants_holding_stdout() -> None:
     assert (run.exit_status, run.stdout, run.timed_out) == (0, b"done\n", False)
 
 
-def _worker_children() -> list[int]:
-    """Pids of this process's children that run the tool worker."""
+def _children(pid: str) -> list[str]:
     found = []
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            for pid in f.read().split():
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"worker.py" in cmdline:
-                    found.append(int(pid))
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += f.read().split()
+    return found
+
+
+def _worker_children() -> list[int]:
+    """Pids of the tool children of this process: spawned ones, and those its zygotes forked."""
+    found = []
+    for pid in _children("self"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"worker.py" in cmdline:
+            found.append(int(pid))
+        elif b"_zygote.py" in cmdline:
+            found += busy_zygote_children(int(pid))
     return found
 
 

@@ -21,6 +21,9 @@ pytestmark = [
 def test_seatbelt_backend_opens_and_echoes() -> None:
     backend = open_backend()
     assert isinstance(backend, SeatbeltBackend)
+    # No zygote on macOS: one fresh sandbox-exec child per call, as the paper pins.
+    assert backend.describe().mode == "spawn"
+    assert backend.zygote_pid() is None
     result = backend.call({"tool_id": "echo", "args": {"a": [1]}, "world": {}}, timeout_s=30)
     assert result.outcome is Outcome.OK, result.error
     assert result.response == {"a": [1]}

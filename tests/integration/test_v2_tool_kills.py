@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from sandbox_support import busy_zygote_children
 from v2_support import CountingTools, reduced, run_into
 
 from harness.canonical import canonical_bytes
@@ -34,9 +35,12 @@ ROWS = 12
 TIMEOUT_S = 300.0
 
 
-def _descendants_running_worker(root: int) -> list[int]:
-    """Pids of live processes under ``root`` whose command line runs the tool worker."""
+def _descendants_running_worker(root: int, *, zygotes: bool = False) -> list[int]:
+    """Pids of live tool children under ``root``: spawned ones run the tool worker, forked
+    ones are copies of a zygote (a ``_zygote.py`` process whose parent is one too); with
+    ``zygotes``, the zygotes themselves instead."""
     parents: dict[int, int] = {}
+    cmdlines: dict[int, bytes] = {}
     workers: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -50,8 +54,14 @@ def _descendants_running_worker(root: int) -> list[int]:
         if fields[0] == "Z":
             continue
         parents[int(entry)] = int(fields[1])
-        if b"harness/tools/worker.py" in cmdline:
+        cmdlines[int(entry)] = cmdline
+        if b"harness/tools/worker.py" in cmdline and not zygotes:
             workers.append(int(entry))
+    for pid, cmdline in cmdlines.items():
+        if b"harness/sandbox/_zygote.py" in cmdline:
+            forked = b"harness/sandbox/_zygote.py" in cmdlines.get(parents[pid], b"")
+            if forked != zygotes:
+                workers.append(pid)
     found = []
     for pid in workers:
         node = pid
@@ -66,9 +76,15 @@ class _Killer:
     """Kills tool children under ``root`` from a thread: at most ``limit`` calls' worth."""
 
     def __init__(
-        self, root: int, *, limit: int | None, ready: Callable[[], bool] = lambda: True
+        self,
+        root: int,
+        *,
+        limit: int | None,
+        ready: Callable[[], bool] = lambda: True,
+        zygotes: bool = False,
     ) -> None:
         self.root = root
+        self.zygotes = zygotes
         self.limit = limit
         self.ready = ready
         self.killed: list[int] = []
@@ -83,18 +99,31 @@ class _Killer:
         self._stop.set()
         self._thread.join()
 
+    def _targets(self, known_zygotes: list[int]) -> list[int]:
+        if self.zygotes:
+            return _descendants_running_worker(self.root, zygotes=True)
+        # A forked child lives a few milliseconds: read its zygote's children directly
+        # rather than all of /proc, once the zygote is known.
+        if not known_zygotes:
+            known_zygotes += _descendants_running_worker(self.root, zygotes=True)
+        if known_zygotes:
+            return [c for z in known_zygotes for c in busy_zygote_children(z)]
+        return _descendants_running_worker(self.root)
+
     def _run(self) -> None:
+        known_zygotes: list[int] = []
         while not self._stop.is_set():
             if (self.limit is None or len(self.killed) < self.limit) and self.ready():
                 # One kill per child: with a pid namespace the call is two processes (the
                 # waiting copy and pid 1); either one's death ends the call.
-                for pid in _descendants_running_worker(self.root)[:1]:
+                for pid in self._targets(known_zygotes)[:1]:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         continue
                     self.killed.append(pid)
-            time.sleep(0.002)
+            # A forked child runs a call for a few milliseconds: poll its zygote tightly.
+            time.sleep(0.0002 if known_zygotes else 0.002)
 
 
 def _stored(store: Path) -> list[bytes]:
@@ -194,4 +223,30 @@ def test_two_kills_stop_the_cli_run_unfinalized_and_resume_continues(
     _, resume_err = resumed.communicate(timeout=TIMEOUT_S)
     assert resumed.returncode == 130, resume_err.decode()
     assert _stored(store)[:ROWS] == reference
+    assert not (store / "MANIFEST").exists()
+
+
+def test_zygote_death_stops_the_cli_run_unfinalized(cli_store: tuple[Path, Path]) -> None:
+    """The zygote killed from outside: the run fails closed (the policy allows no spawn
+    fallback), exit 75 and one line, nothing of the cell in flight committed."""
+    store, lock = cli_store
+    process = subprocess.Popen(
+        _cli("v2", "run", "--store", str(store), "--lock", str(lock)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=project_root(),
+    )
+    with _Killer(
+        process.pid, limit=1, ready=(store / "records.log").exists, zygotes=True
+    ) as killer:
+        _out, err = process.communicate(timeout=TIMEOUT_S)
+    stderr = err.decode()
+    assert len(killer.killed) == 1
+    assert process.returncode == 75, stderr
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the sandbox zygote is gone"), last
+    assert "the policy allows no fallback" in last
+    assert verify_store(store).status is VerifyStatus.OK
     assert not (store / "MANIFEST").exists()

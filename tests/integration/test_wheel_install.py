@@ -9,6 +9,7 @@ Then every command a new user meets first runs from a temporary directory.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -35,6 +36,15 @@ def _run(argv: list[str], cwd: Path, *, check: bool = True) -> subprocess.Comple
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``harness`` script of a fresh venv holding only the wheel built from this tree."""
     base = tmp_path_factory.mktemp("wheel")
+    # Built from a clean copy of the sources: an in-tree build would reuse (and leave behind)
+    # the checkout's build/ directory, whose stale modules would ride along into the wheel.
+    source = base / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(code_root() / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("harness", "preflight", "schedules", "sandbox_profiles"):
+        shutil.copytree(code_root() / name, source / name, symlinks=True, ignore=ignore)
     wheels = base / "dist"
     _run(
         [
@@ -46,7 +56,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(wheels),
-            str(code_root()),
+            str(source),
         ],
         base,
     )

@@ -29,8 +29,6 @@ deterministic permissive reviewer, not the paper's Gemini arm.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +42,7 @@ from harness.faults import STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation
 from harness.safeio import write_atomic
+from harness.studies._tables import csv_text, latex_lines, markdown_lines
 from harness.studies.static.analysis import (
     ABLATION_LABELS,
     CLAIM_FAULTS,
@@ -186,42 +185,16 @@ def _table3_cells(results: StaticResults) -> tuple[list[str], list[list[str]]]:
 
 
 def _markdown(header: Sequence[str], body: Sequence[Sequence[str]], numeric: int) -> str:
-    align = ["---"] * (len(header) - numeric) + ["---:"] * numeric
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
+    lines = markdown_lines(header, body, text_columns=len(header) - numeric, padded=True)
     return "\n".join(lines) + "\n"
 
 
 def _csv(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(body)
-    return buffer.getvalue()
-
-
-_TEX: Final = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", _DASH: "--", "$": r"\$"}
-
-
-def _tex(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in text)
+    return csv_text([header, *body])
 
 
 def _latex(header: Sequence[str], body: Sequence[Sequence[str]], spec: str, caption: str) -> str:
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\begin{{tabular}}{{{spec}}}",
-        r"\toprule",
-        " & ".join(_tex(h) for h in header) + r" \\",
-        r"\midrule",
-        *(" & ".join(_tex(c) for c in row) + r" \\" for row in body),
-        r"\bottomrule",
-        r"\end{tabular}",
-        rf"\caption{{{_tex(caption)}}}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(latex_lines(header, body, spec=spec, caption=caption, escape=True)) + "\n"
 
 
 def _split_name(results: StaticResults) -> str:

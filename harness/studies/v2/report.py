@@ -24,8 +24,6 @@ Results of the simulated provider are labelled as such in every file.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from pathlib import Path
 from typing import Final, Literal
@@ -44,6 +42,7 @@ from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
+from harness.studies._tables import csv_text, latex_lines, markdown_lines
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import (
     OUTCOME_LABELS,
@@ -415,9 +414,7 @@ def strata_table(
 
 
 def _md(header: list[str], body: list[list[str]], text_columns: int = 1) -> list[str]:
-    align = ["---"] * text_columns + ["---:"] * (len(header) - text_columns)
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in body]
+    return markdown_lines(header, body, text_columns=text_columns, padded=False)
 
 
 def provider_text(document: ReportDocument) -> str:
@@ -553,10 +550,7 @@ def render_markdown(document: ReportDocument) -> bytes:
 
 
 def _csv(rows: list[list[str]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows(rows)
-    return buffer.getvalue().encode()
+    return csv_text(rows).encode()
 
 
 def render_table4_csv(a: V2Analysis) -> bytes:
@@ -612,23 +606,14 @@ def render_table4_tex(a: V2Analysis, *, provider: str = "") -> bytes:
     note = " Simulated provider: not results of a language model." if a.simulated else ""
     if provider:
         note += f" Provider: {_tex(provider)}."
-    lines = [
-        "\\begin{table}[t]",
-        "\\centering",
-        "\\begin{tabular}{lrrrrrr}",
-        "\\toprule",
-        " & ".join(head) + " \\\\",
-        "\\midrule",
-        *(" & ".join(_cells(row)) + " \\\\" for row in a.table4),
-        "\\bottomrule",
-        "\\end{tabular}",
-        "\\caption{V2 primary-scope results. U is premature unsupported termination on "
+    caption = (
+        "V2 primary-scope results. U is premature unsupported termination on "
         "incomplete checkpoints; S is supported completion over both conditions; FC is clean "
         "false continuation; R is successful recovery on incomplete checkpoints. Turns and "
-        f"Calls are per-trajectory means.{note}}}",
-        "\\end{table}",
-        "",
-    ]
+        f"Calls are per-trajectory means.{note}"
+    )
+    body = [_cells(row) for row in a.table4]
+    lines = [*latex_lines(head, body, spec="lrrrrrr", caption=caption, escape=False), ""]
     return "\n".join(lines).encode()
 
 
