@@ -80,6 +80,7 @@ class Domain(StrEnum):
     REPORT_TABLE = "study.report-table.v1"
     EXPORT = "study.export.v1"
     STREAM = "sim.stream.v1"
+    PLANNER_PLUGIN = "provider.planner-plugin.v1"
 
 
 class NonCanonicalError(ValueError):

@@ -48,12 +48,13 @@ def _static_group() -> click.Group:
 
 def _v2_group() -> click.Group:
     from harness.studies.v2._cli import v2_group
-    from harness.studies.v2._report_cli import v2_report_cmd
+    from harness.studies.v2._report_cli import v2_compare_cmd, v2_report_cmd
     from harness.studies.v2._show_cli import v2_cells_cmd, v2_show_cmd
 
     v2_group.add_command(v2_report_cmd)
     v2_group.add_command(v2_show_cmd)
     v2_group.add_command(v2_cells_cmd)
+    v2_group.add_command(v2_compare_cmd)
     return v2_group
 
 
@@ -317,7 +318,10 @@ def examples_cmd() -> None:
     """List the bundled worked examples, their paths and the command that verifies each."""
     from harness.resources import examples_dir
 
-    for folder in sorted(p for p in examples_dir().iterdir() if p.is_dir() and p.name[0] != "_"):
+    folders = sorted(p for p in examples_dir().iterdir() if p.is_dir() and p.name[0] != "_")
+    for folder in folders:
+        if not (folder / "certificate.json").is_file():
+            continue  # not a verifier example (the planner plug-ins are listed below)
         click.echo(f"{folder.name}  {folder}")
         inputs = " ".join(
             f"--{name} {folder / (name + '.json')}"
@@ -325,11 +329,24 @@ def examples_cmd() -> None:
             if (folder / f"{name}.json").is_file()
         )
         click.echo(f"  harness verify {inputs}")
+    planners = examples_dir() / "planners"
+    if planners.is_dir():
+        click.echo(f"planners  {planners}")
+        click.echo("  harness v2 run --planner python:harness.examples.planners.minimal:PLANNER")
+
+
+_PLUGIN_SCHEMAS: Final = ("planner-action", "planner-request")
 
 
 @main.command("schema")
-@click.argument("kind", type=click.Choice(sorted(_SCHEMAS)))
+@click.argument("kind", type=click.Choice(sorted([*_SCHEMAS, *_PLUGIN_SCHEMAS])))
 def schema_cmd(kind: str) -> None:
-    """Print the JSON Schema of a verifier input, so other agent loops can produce them."""
-    schema = msgspec.json.schema(_SCHEMAS[kind])
+    """Print the JSON Schema of a verifier input, so other agent loops can produce them, or of
+    a planner plug-in's request and action (``--planner``)."""
+    if kind in _PLUGIN_SCHEMAS:
+        from harness.providers.plugin import plugin_schema
+
+        schema = plugin_schema("planner-request" if kind == "planner-request" else "planner-action")
+    else:
+        schema = msgspec.json.schema(_SCHEMAS[kind])
     click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())

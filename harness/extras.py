@@ -1,6 +1,7 @@
 """Optional dependency groups (extras): whether one is installed, and the error when it is not.
 
-``gemini`` (google-genai) serves ``--provider gemini``; ``plots`` (matplotlib) draws the report
+``gemini`` (google-genai) serves ``--provider gemini``; ``openai`` (the official openai
+client) serves ``--provider openai``; ``plots`` (matplotlib) draws the report
 figures. Without them the verifier, the benchmark, the offline studies and every report file
 but the figures still work.
 """

@@ -69,6 +69,8 @@ def choose_provider(
     credential_file: Path | None,
     credential_env: str | None,
     base_url: str | None,
+    model: str | None = None,
+    no_credential: bool = False,
 ) -> ProviderChoice:
     """``select_provider`` that returns its refusal as a value (a failed credential check)."""
     try:
@@ -77,6 +79,8 @@ def choose_provider(
             credential_file=credential_file,
             credential_env=credential_env,
             base_url=base_url,
+            model=model,
+            no_credential=no_credential,
         )
     except ProviderSelectionError as e:
         return e
@@ -286,6 +290,12 @@ def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> Che
             detail=f"simulated provider: no credential, no network{unused}",
         )
     source = choice.credential
+    if source is None and choice.provider is ProviderName.OPENAI:
+        return Check(
+            name=CheckName.CREDENTIAL,
+            ok=True,
+            detail=f"openai: no credential (--no-credential: no key is sent){unused}",
+        )
     if source is None:  # ProviderSelection guarantees one for gemini
         return Check(name=CheckName.CREDENTIAL, ok=False, detail="gemini needs a credential")
     if source.kind == "env" and source.name.upper().startswith(AMBIENT_PREFIXES):
@@ -300,7 +310,7 @@ def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> Che
     return Check(
         name=CheckName.CREDENTIAL,
         ok=True,
-        detail=f"gemini: one key from {named} (the only source used){unused}",
+        detail=f"{choice.provider.value}: one key from {named} (the only source used){unused}",
     )
 
 

@@ -54,30 +54,36 @@ def _probe(choice: ProviderChoice, generation: GenerationConfig) -> Callable[[],
 @click.option(
     "--provider",
     "provider_name",
-    type=click.Choice([p.value for p in ProviderName]),
+    type=click.Choice(
+        [p.value for p in (ProviderName.SIMULATED, ProviderName.GEMINI, ProviderName.OPENAI)]
+    ),
     default=ProviderName.SIMULATED.value,
     show_default=True,
     help="Who will answer planner and critic calls.",
 )
+@click.option("--model", metavar="NAME", default=None, help="The model (openai only).")
+@click.option("--no-credential", is_flag=True, default=False, help="Send no key (openai only).")
 @click.option(
     "--credential-file",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="File holding the Gemini API key on one line (gemini only).",
+    help="File holding the API key on one line (gemini, openai).",
 )
 @click.option(
     "--credential-env",
     metavar="NAME",
     default=None,
-    help="Environment variable holding the Gemini API key (gemini only).",
+    help="Environment variable holding the API key (gemini, openai).",
 )
-@click.option("--provider-base-url", metavar="URL", default=None, help="Gemini endpoint.")
+@click.option("--provider-base-url", metavar="URL", default=None, help="Endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def preflight_cmd(
     lock_path: Path,
     schedule_path: Path,
     store_dir: Path,
     provider_name: str,
+    model: str | None,
+    no_credential: bool,
     credential_file: Path | None,
     credential_env: str | None,
     provider_base_url: str | None,
@@ -95,6 +101,8 @@ def preflight_cmd(
         credential_file=credential_file,
         credential_env=credential_env,
         base_url=provider_base_url,
+        model=model,
+        no_credential=no_credential,
     )
     generation = study_generation_config()
     report = run_preflight(

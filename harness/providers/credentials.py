@@ -35,7 +35,7 @@ __all__ = [
     "scrub_ambient",
 ]
 
-AMBIENT_PREFIXES: Final = ("GOOGLE_", "GEMINI_")
+AMBIENT_PREFIXES: Final = ("GOOGLE_", "GEMINI_", "OPENAI_")
 REDACTED: Final = "[REDACTED]"
 _MAX_KEY_LEN: Final = 1024
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,9 +11,10 @@ from typing import Final
 
 from harness.errors import ProviderSelectionError
 
-__all__ = ["PUBLIC_BASE_URL", "check_base_url"]
+__all__ = ["OPENAI_BASE_URL", "PUBLIC_BASE_URL", "check_base_url", "endpoint_host"]
 
 PUBLIC_BASE_URL: Final = "https://generativelanguage.googleapis.com/"
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 
 
 def check_base_url(url: str) -> str:
@@ -37,3 +38,8 @@ def check_base_url(url: str) -> str:
             f"--provider-base-url {url!r} must not have a query or fragment"
         )
     return url
+
+
+def endpoint_host(url: str) -> str:
+    """The host of an endpoint URL, with its port when one is given (``localhost:8000``)."""
+    return urllib.parse.urlsplit(url).netloc

@@ -35,6 +35,10 @@ class ProviderName(StrEnum):
 
     SIMULATED = "simulated"
     GEMINI = "gemini"
+    # Any endpoint speaking the OpenAI chat-completions API (OpenAI, vLLM, llama.cpp, Ollama).
+    OPENAI = "openai"
+    # A planner plug-in (``--planner python:...``): trusted code answering planner calls.
+    PLUGIN = "plugin"
 
 
 class AttemptStatus(StrEnum):
@@ -87,6 +91,8 @@ class FailureKind(StrEnum):
     SCHEMA_MISMATCH = "schema_mismatch"
     # The client library failed in a way none of the above describes.
     CLIENT_ERROR = "client_error"
+    # A planner plug-in raised instead of returning an action (a study outcome, never a crash).
+    PLUGIN_ERROR = "plugin_error"
 
 
 PRE_OUTPUT_FAILURES: Final = frozenset(

@@ -3,15 +3,18 @@
 Every command that can call a provider takes the same four options, added by the
 ``provider_options`` decorator:
 
-- ``--provider simulated|gemini`` (default ``simulated``: no network, no credential);
-- ``--credential-file PATH`` or ``--credential-env NAME`` (exactly one, and only with gemini);
-- ``--provider-base-url URL`` (only with gemini; default: the public Gemini endpoint).
+- ``--provider simulated|gemini|openai`` (default ``simulated``: no network, no credential);
+- ``--model NAME`` (openai only, required: the model the endpoint serves);
+- ``--credential-file PATH`` or ``--credential-env NAME`` (exactly one with gemini; with openai
+  one of them or ``--no-credential`` for a local server that needs none);
+- ``--provider-base-url URL`` (gemini and openai; default: the provider's public endpoint);
+- ``--planner python:PATH_OR_MODULE:ATTR`` (a planner plug-in: trusted code, see ``plugin``).
 
 The decorator hands the command one ``ProviderSelection`` (argument ``provider``): a value that
 names the choice and the credential *source*, never the key, so it can be written into the run
 config as is. ``open_provider`` turns it into a live provider; that is when the key is read and
-ambient ``GOOGLE_*``/``GEMINI_*`` variables are removed. Contradictory options are refused with
-one line (``ProviderSelectionError``), never silently ignored.
+ambient ``GOOGLE_*``/``GEMINI_*``/``OPENAI_*`` variables are removed. Contradictory options are
+refused with one line (``ProviderSelectionError``), never silently ignored.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import functools
 import shlex
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import click
 import msgspec
@@ -30,8 +33,20 @@ from harness.extras import require_extra
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.config import GenerationConfig, config_digest
 from harness.providers.credentials import CredentialSource, load_credential
-from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
+from harness.providers.endpoint import (
+    OPENAI_BASE_URL,
+    PUBLIC_BASE_URL,
+    check_base_url,
+    endpoint_host,
+)
 from harness.providers.kinds import AttemptStatus, ProviderName
+from harness.providers.plugin import (
+    PlannerPlugin,
+    PlannerRouter,
+    PluginPlanner,
+    load_plugin,
+    resolve_plugin,
+)
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
 
@@ -51,23 +66,45 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_OPTION_NAMES: Final = ("provider_name", "credential_file", "credential_env", "provider_base_url")
+_OPTION_NAMES: Final = (
+    "provider_name",
+    "credential_file",
+    "credential_env",
+    "provider_base_url",
+    "model",
+    "no_credential",
+    "planner",
+)
 
 
-class ProviderSelection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ProviderSelection(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """Which provider a run uses and where its credential comes from (no secret inside).
 
-    ``base_url`` and ``credential`` are None exactly when the provider is simulated.
+    ``base_url`` is None exactly when the provider is simulated; ``credential`` is set for
+    gemini, may be None for openai (``--no-credential``) and is None for simulated. ``model``
+    is set exactly for openai. ``planner`` names a planner plug-in (any provider).
     """
 
     provider: ProviderName
     base_url: str | None
     credential: CredentialSource | None
+    model: str | None = None
+    planner: PlannerPlugin | None = None
 
     def __post_init__(self) -> None:
-        gemini = self.provider is ProviderName.GEMINI
-        if gemini != (self.base_url is not None) or gemini != (self.credential is not None):
-            raise ValueError("base_url and credential are set exactly for the gemini provider")
+        simulated = self.provider is ProviderName.SIMULATED
+        if simulated != (self.base_url is None):
+            raise ValueError("base_url is set exactly for a network provider")
+        if simulated and self.credential is not None:
+            raise ValueError("the simulated provider takes no credential")
+        if self.provider is ProviderName.GEMINI and self.credential is None:
+            raise ValueError("the gemini provider needs a credential")
+        if (self.provider is ProviderName.OPENAI) != (self.model is not None):
+            raise ValueError("model is set exactly for the openai provider")
+        if self.provider is ProviderName.PLUGIN:
+            raise ValueError("plugin is not a selectable provider")
 
 
 def select_provider(
@@ -76,13 +113,18 @@ def select_provider(
     credential_file: Path | None,
     credential_env: str | None,
     base_url: str | None,
+    model: str | None = None,
+    no_credential: bool = False,
+    planner: str | PlannerPlugin | None = None,
 ) -> ProviderSelection:
     """Validate the option values and build the selection.
 
     Raises:
-        ProviderSelectionError: when the options contradict each other or the URL is unusable.
-        MissingExtraError: gemini is asked for without the [gemini] extra installed.
+        ProviderSelectionError: when the options contradict each other, the URL is unusable
+            or the planner plug-in names no readable source.
+        MissingExtraError: gemini or openai is asked for without its extra installed.
     """
+    plugin = resolve_plugin(planner) if isinstance(planner, str) else planner
     if provider == ProviderName.SIMULATED.value:
         given = [
             flag
@@ -90,17 +132,38 @@ def select_provider(
                 ("--credential-file", credential_file),
                 ("--credential-env", credential_env),
                 ("--provider-base-url", base_url),
+                ("--model", model),
+                ("--no-credential", True if no_credential else None),
             )
             if value is not None
         ]
         if given:
             raise ProviderSelectionError(
-                f"{' and '.join(given)} apply only to --provider gemini "
+                f"{' and '.join(given)} apply only to --provider gemini or openai "
                 "(the simulated provider uses no network and no credential)"
             )
-        return ProviderSelection(provider=ProviderName.SIMULATED, base_url=None, credential=None)
+        return ProviderSelection(
+            provider=ProviderName.SIMULATED, base_url=None, credential=None, planner=plugin
+        )
+    if provider == ProviderName.OPENAI.value:
+        return _select_openai(
+            credential_file=credential_file,
+            credential_env=credential_env,
+            base_url=base_url,
+            model=model,
+            no_credential=no_credential,
+            planner=plugin,
+        )
     if provider != ProviderName.GEMINI.value:
-        raise ProviderSelectionError(f"--provider must be simulated or gemini, not {provider!r}")
+        raise ProviderSelectionError(
+            f"--provider must be simulated, gemini or openai, not {provider!r}"
+        )
+    if model is not None or no_credential:
+        flag = "--model" if model is not None else "--no-credential"
+        raise ProviderSelectionError(
+            f"{flag} applies only to --provider openai (gemini's model is frozen in the "
+            "generation config, and it needs a key)"
+        )
     require_extra("google.genai", "gemini", "--provider gemini")
     if (credential_file is None) == (credential_env is None):
         raise ProviderSelectionError(
@@ -116,6 +179,45 @@ def select_provider(
         provider=ProviderName.GEMINI,
         base_url=check_base_url(PUBLIC_BASE_URL if base_url is None else base_url),
         credential=source,
+        planner=plugin,
+    )
+
+
+def _select_openai(
+    *,
+    credential_file: Path | None,
+    credential_env: str | None,
+    base_url: str | None,
+    model: str | None,
+    no_credential: bool,
+    planner: PlannerPlugin | None,
+) -> ProviderSelection:
+    require_extra("openai", "openai", "--provider openai")
+    if model is None or not model.strip():
+        raise ProviderSelectionError(
+            "--provider openai needs --model NAME (the model the endpoint serves)"
+        )
+    sources = sum(
+        v for v in (credential_file is not None, credential_env is not None, no_credential)
+    )
+    if sources != 1:
+        raise ProviderSelectionError(
+            "--provider openai needs exactly one of --credential-file PATH, --credential-env "
+            "NAME or --no-credential (ambient OPENAI_* variables are never used)"
+        )
+    source = (
+        CredentialSource(kind="file", name=str(credential_file))
+        if credential_file is not None
+        else CredentialSource(kind="env", name=str(credential_env))
+        if credential_env is not None
+        else None
+    )
+    return ProviderSelection(
+        provider=ProviderName.OPENAI,
+        base_url=check_base_url(OPENAI_BASE_URL if base_url is None else base_url),
+        credential=source,
+        model=model,
+        planner=planner,
     )
 
 
@@ -134,6 +236,9 @@ def provider_options(command: F) -> F:
             credential_file=values["credential_file"],
             credential_env=values["credential_env"],
             base_url=values["provider_base_url"],
+            model=values["model"],
+            no_credential=values["no_credential"],
+            planner=values["planner"],
         )
         return command(*args, **kwargs)
 
@@ -141,32 +246,34 @@ def provider_options(command: F) -> F:
         click.option(
             "--provider",
             "provider_name",
-            type=click.Choice([p.value for p in ProviderName]),
+            type=click.Choice(_SELECTABLE),
             default=ProviderName.SIMULATED.value,
             show_default=True,
             help="Who answers planner and critic calls. simulated: deterministic, offline, "
-            "labelled simulated everywhere; gemini: gemini-2.5-flash via google-genai.",
+            "labelled simulated everywhere; gemini: gemini-2.5-flash via google-genai; openai: "
+            "any OpenAI-compatible chat-completions endpoint (--model NAME).",
         ),
         click.option(
             "--credential-file",
             type=click.Path(path_type=Path, dir_okay=False),
             default=None,
-            help="File holding the Gemini API key on one line (gemini only).",
+            help="File holding the API key on one line (gemini, openai).",
         ),
         click.option(
             "--credential-env",
             metavar="NAME",
             default=None,
-            help="Environment variable holding the Gemini API key (gemini only; it is removed "
+            help="Environment variable holding the API key (gemini, openai; it is removed "
             "from the environment once read).",
         ),
         click.option(
             "--provider-base-url",
             metavar="URL",
             default=None,
-            help=f"Gemini endpoint, for gateways and local testing (gemini only; default "
-            f"{PUBLIC_BASE_URL}). Recorded in the run config.",
+            help=f"Endpoint, for gateways and local servers (gemini: default "
+            f"{PUBLIC_BASE_URL}; openai: default {OPENAI_BASE_URL}). Recorded in the run config.",
         ),
+        *_EXTRA_OPTIONS,
     )
     decorated: Callable[..., Any] = wrapper
     for option in reversed(options):
@@ -179,17 +286,40 @@ def open_provider(
 ) -> Provider:
     """A live provider for ``selection``.
 
-    For gemini this reads the key from the named source, removes that variable (if any) and
-    every ambient ``GOOGLE_*``/``GEMINI_*`` variable from the environment, and builds the
-    client.
+    For gemini and openai this reads the key from the named source, removes that variable (if
+    any) and every ambient ``GOOGLE_*``/``GEMINI_*``/``OPENAI_*`` variable from the
+    environment, and builds the client. With a planner plug-in, the plug-in is imported (it is
+    trusted code and runs in this process) and answers planner calls; critics stay on the
+    selected provider.
 
     Raises:
         CredentialError: when the named credential source is missing, unreadable or empty.
+        ProviderSelectionError: the planner plug-in changed since it was selected, or cannot
+            be loaded.
     """
+    provider = _open_base(selection, environ)
+    if selection.planner is None:
+        return provider
+    target = load_plugin(selection.planner)
+    return PlannerRouter(PluginPlanner(selection.planner, target), provider)
+
+
+def _open_base(selection: ProviderSelection, environ: MutableMapping[str, str] | None) -> Provider:
     if selection.provider is ProviderName.SIMULATED:
         return SimulatedProvider()
-    assert selection.credential is not None
     assert selection.base_url is not None
+    if selection.provider is ProviderName.OPENAI:
+        assert selection.model is not None
+        require_extra("openai", "openai", "--provider openai")
+        from harness.providers.openai_chat import OpenAIProvider
+
+        key = (
+            None if selection.credential is None else load_credential(selection.credential, environ)
+        )
+        return OpenAIProvider(
+            key, model=selection.model, base_url=selection.base_url, environ=environ
+        )
+    assert selection.credential is not None
     # Imported here: the SDK takes about half a second to import, and simulated runs never need it.
     require_extra("google.genai", "gemini", "--provider gemini")
     from harness.providers.gemini import GeminiProvider
@@ -198,11 +328,17 @@ def open_provider(
     return GeminiProvider(credential, base_url=selection.base_url, environ=environ)
 
 
-class ProviderIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ProviderIdentity(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """The provider side of a run's identity: what shapes its results, bound in the store's
     genesis (never the credential, nor where it came from).
 
-    ``model``, ``endpoint`` and ``api_version`` are None for the simulated provider.
+    ``model``, ``endpoint`` and ``api_version`` are None for the simulated provider;
+    ``api_version`` is None for openai. ``endpoint_host`` is set for openai; ``credential``
+    says whether an openai run sent a key at all (``none`` for ``--no-credential``).
+    ``planner`` names the planner plug-in and the digest of its source bytes. The fields with
+    defaults are left out when unset, so identities written before they existed read the same.
     """
 
     provider: ProviderName
@@ -210,23 +346,42 @@ class ProviderIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     endpoint: str | None
     api_version: str | None
     generation_config_digest: str
+    endpoint_host: str | None = None
+    credential: Literal["key", "none"] | None = None
+    planner: PlannerPlugin | None = None
+
+    @property
+    def frozen_study(self) -> bool:
+        """True when this is the paper's frozen study set-up: Gemini, no plug-in."""
+        return self.provider is ProviderName.GEMINI and self.planner is None
 
     def describe(self) -> str:
-        """``gemini, model gemini-2.5-flash at https://...`` or the simulated provider's label."""
+        """``gemini, model gemini-2.5-flash at https://...`` or the simulated provider's label,
+        with the planner plug-in when there is one."""
         if self.provider is ProviderName.SIMULATED:
-            return "simulated (deterministic stand-in, not a language model), model none"
-        return f"{self.provider.value}, model {self.model} at {self.endpoint}"
+            text = "simulated (deterministic stand-in, not a language model), model none"
+        else:
+            text = f"{self.provider.value}, model {self.model} at {self.endpoint}"
+        if self.planner is not None:
+            text += f"; planner plug-in {self.planner.spec} ({self.planner.digest})"
+        return text
 
 
 def provider_identity(selection: ProviderSelection, config: GenerationConfig) -> ProviderIdentity:
     """The identity a run with ``selection`` and the frozen ``config`` has."""
     gemini = selection.provider is ProviderName.GEMINI
+    openai = selection.provider is ProviderName.OPENAI
     return ProviderIdentity(
         provider=selection.provider,
-        model=config.gemini.model if gemini else None,
-        endpoint=selection.base_url if gemini else None,
+        model=config.gemini.model if gemini else selection.model,
+        endpoint=selection.base_url,
         api_version=config.gemini.api_version if gemini else None,
         generation_config_digest=config_digest(config),
+        endpoint_host=(
+            endpoint_host(selection.base_url) if openai and selection.base_url else None
+        ),
+        credential=(None if not openai else "key" if selection.credential else "none"),
+        planner=selection.planner,
     )
 
 
@@ -235,7 +390,7 @@ def credential_option(selection: ProviderSelection) -> str:
     shell-quoted as a user would type it again."""
     source = selection.credential
     if source is None:
-        return ""
+        return "--no-credential" if selection.provider is ProviderName.OPENAI else ""
     flag = "--credential-file" if source.kind == "file" else "--credential-env"
     return f"{flag} {shlex.quote(source.name)}"
 
@@ -247,6 +402,9 @@ class ProviderFlags(msgspec.Struct, frozen=True, kw_only=True):
     credential_file: Path | None
     credential_env: str | None
     base_url: str | None
+    model: str | None = None
+    no_credential: bool = False
+    planner: str | None = None
 
 
 def selection_for_resume(
@@ -266,6 +424,44 @@ def selection_for_resume(
             f"store {store} was run with provider {stored.provider.value}; "
             f"--provider {flags.provider} contradicts it (resume takes the provider from the store)"
         )
+    if flags.model is not None and flags.model != stored.model:
+        raise ProviderSelectionError(
+            f"store {store} was run with model {stored.model}; --model {flags.model} contradicts it"
+        )
+    if flags.planner is not None and (
+        stored.planner is None or flags.planner != stored.planner.spec
+    ):
+        had = "no planner plug-in" if stored.planner is None else f"--planner {stored.planner.spec}"
+        raise ProviderSelectionError(
+            f"store {store} was run with {had}; --planner {flags.planner} contradicts it"
+        )
+    plugin = None
+    if stored.planner is not None:
+        plugin = resolve_plugin(stored.planner.spec)
+        if plugin.digest != stored.planner.digest:
+            raise ProviderSelectionError(
+                f"store {store} was run with planner plug-in {stored.planner.spec} at "
+                f"{stored.planner.digest}; its source is now {plugin.digest} (a changed "
+                "plug-in is a different study: start a new store)"
+            )
+    if stored.provider is ProviderName.OPENAI:
+        if flags.base_url is not None and check_base_url(flags.base_url) != stored.endpoint:
+            raise ProviderSelectionError(
+                f"store {store} was run against endpoint {stored.endpoint}; "
+                f"--provider-base-url {flags.base_url} contradicts it"
+            )
+        keyless = stored.credential == "none"
+        sources = (flags.credential_file is not None) + (flags.credential_env is not None)
+        if keyless and (sources or not flags.no_credential):
+            raise ProviderSelectionError(
+                f"store {store} was run with {stored.describe()} and no credential; resume it "
+                "with --no-credential"
+            )
+        if not keyless and (sources != 1 or flags.no_credential):
+            raise ProviderSelectionError(
+                f"store {store} was run with {stored.describe()}; resume it with exactly one of "
+                "--credential-file PATH or --credential-env NAME (the key is never stored)"
+            )
     if stored.provider is ProviderName.GEMINI:
         if flags.base_url is not None:
             given = check_base_url(flags.base_url)
@@ -284,6 +480,9 @@ def selection_for_resume(
         credential_file=flags.credential_file,
         credential_env=flags.credential_env,
         base_url=stored.endpoint,
+        model=stored.model if stored.provider is ProviderName.OPENAI else None,
+        no_credential=flags.no_credential and stored.provider is ProviderName.OPENAI,
+        planner=plugin,
     )
     mine = provider_identity(selection, config)
     if mine != stored:
@@ -313,6 +512,9 @@ def resume_provider_options(command: F) -> F:
             credential_file=values["credential_file"],
             credential_env=values["credential_env"],
             base_url=values["provider_base_url"],
+            model=values["model"],
+            no_credential=values["no_credential"],
+            planner=values["planner"],
         )
         return command(*args, **kwargs)
 
@@ -320,7 +522,7 @@ def resume_provider_options(command: F) -> F:
         click.option(
             "--provider",
             "provider_name",
-            type=click.Choice([p.value for p in ProviderName]),
+            type=click.Choice(_SELECTABLE),
             default=None,
             help="Only to confirm: the store's genesis names its provider, and a different one "
             "is refused.",
@@ -345,11 +547,56 @@ def resume_provider_options(command: F) -> F:
             help="Only to confirm: the store's genesis names its endpoint, and a different one "
             "is refused.",
         ),
+        click.option(
+            "--model",
+            metavar="NAME",
+            default=None,
+            help="Only to confirm: the store's genesis names its model.",
+        ),
+        click.option(
+            "--no-credential",
+            is_flag=True,
+            default=False,
+            help="An openai store run without a key (a local server) is resumed with this.",
+        ),
+        click.option(
+            "--planner",
+            metavar="python:PATH_OR_MODULE:ATTR",
+            default=None,
+            help="Only to confirm: the store's genesis names its planner plug-in and the "
+            "digest of its source; a changed plug-in is refused.",
+        ),
     )
     decorated: Callable[..., Any] = wrapper
     for option in reversed(options):
         decorated = option(decorated)
     return decorated  # type: ignore[return-value]
+
+
+_SELECTABLE: Final = [
+    p.value for p in (ProviderName.SIMULATED, ProviderName.GEMINI, ProviderName.OPENAI)
+]
+_EXTRA_OPTIONS: Final = (
+    click.option(
+        "--model",
+        metavar="NAME",
+        default=None,
+        help="The model an openai endpoint serves (openai only, required there).",
+    ),
+    click.option(
+        "--no-credential",
+        is_flag=True,
+        default=False,
+        help="Send no key (openai only: a local server such as vLLM, llama.cpp or Ollama).",
+    ),
+    click.option(
+        "--planner",
+        metavar="python:PATH_OR_MODULE:ATTR",
+        default=None,
+        help="Your own agent as the planner: an object with respond(request) -> action. "
+        "Trusted code: it runs in this process. Critics stay on --provider.",
+    ),
+)
 
 
 def probe_provider(
@@ -364,7 +611,8 @@ def probe_provider(
     if probe is None:
         return True, "simulated provider: no request, no network"
     record: AttemptRecord = probe(config, audit)
-    where = f"{config.gemini.model} at {selection.base_url}"
+    model = selection.model if selection.model is not None else config.gemini.model
+    where = f"{model} at {selection.base_url}"
     if record.status is AttemptStatus.SUCCEEDED:
         return True, f"{where}: model metadata read with the key (no tokens spent)"
     return False, f"{where}: {record.failure_detail or record.failure_kind}"

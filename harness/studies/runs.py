@@ -94,7 +94,10 @@ def _provider_model(view: StoreView) -> tuple[str, str]:
     identity = getattr(view.genesis, "identity", None)
     bound = identity.get("provider") if isinstance(identity, dict) else None
     if isinstance(bound, dict) and bound.get("provider"):
-        return str(bound.get("provider")), str(bound.get("model") or "none")
+        provider = str(bound.get("provider"))
+        if isinstance(bound.get("planner"), dict):  # a planner plug-in; critics on provider
+            provider += f" + planner {bound['planner'].get('spec')}"
+        return provider, str(bound.get("model") or "none")
     providers = sorted({str(p) for r in view.cells if (p := r.result.get("provider"))})
     models = sorted({str(a.get("model")) for r in view.cells for a in r.audit if a.get("model")})
     return ", ".join(providers) or "unknown", ", ".join(models) or "unknown"

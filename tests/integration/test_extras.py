@@ -97,3 +97,26 @@ def test_static_report_without_plots_writes_every_table(tmp_path: Path) -> None:
     assert not (tmp_path / "run" / "ucr.png").exists()
     assert (tmp_path / "run" / "table2.md").is_file()
     assert "ucr.png" not in done.stderr.splitlines()[-1]
+
+
+def test_openai_without_the_extra_names_it(tmp_path: Path) -> None:
+    done = _run(
+        "openai",
+        "v2",
+        "run",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--no-credential",
+        "--store",
+        str(tmp_path / "s"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == (
+        "error: --provider openai needs the [openai] extra: pip install 'ect-harness[openai]'"
+    )
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "s").exists()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import StaticStudyError
+from harness.errors import ProviderSelectionError, StaticStudyError
 from harness.providers.config import default_generation_config
 from harness.providers.selection import ProviderSelection, provider_options
 from harness.studies.static.run import STUDY_SPLITS, Progress, StudySplit, default_out, run_static
@@ -53,6 +53,9 @@ def run_cmd(provider: ProviderSelection, split: StudySplit, out: Path | None) ->
     run.json into the output directory, then prints its path. Tables come from
     ``harness static report DIR``.
     """
+    if provider.planner is not None:
+        # The static study has no planner: its snapshots are fixed, only critics are asked.
+        raise ProviderSelectionError("--planner applies only to harness v2 run")
     target = out if out is not None else default_out(split, provider, default_generation_config())
     info = run_static(target, split=split, selection=provider, progress=_bar)
     click.echo(

@@ -327,7 +327,13 @@ def run_static(
         with progress(len(snapshots)) if progress is not None else nullcontext() as bar:
             advance = (lambda: bar.update(1)) if bar is not None else (lambda: None)
             records = trio.run(lambda: decide_all(snapshots, policies, emit=emit, advance=advance))
-        model = config.simulated.model if simulated else config.gemini.model
+        model = (
+            config.simulated.model
+            if simulated
+            else selection.model
+            if selection.model is not None
+            else config.gemini.model
+        )
         info = writer.finish(
             lambda files: RunInfo(
                 split=split,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import msgspec
 
 from harness.canonical import is_digest
 from harness.errors import AnchorMismatchError, InputError
@@ -16,7 +17,7 @@ from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 
-__all__ = ["v2_report_cmd"]
+__all__ = ["v2_compare_cmd", "v2_report_cmd"]
 
 
 @click.command("report")
@@ -62,3 +63,28 @@ def v2_report_cmd(
     written = write_report(bundle, target)
     click.echo(bundle.files["report.md"].decode(), nl=False)
     click.echo(f"wrote {len(written)} files to {target}", err=True)
+
+
+@click.command("compare")
+@click.argument("store_a", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("store_b", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help=f"The frozen study config (default: {DEFAULT_CONFIG_PATH}); both stores must be locked "
+    "to it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def v2_compare_cmd(store_a: Path, store_b: Path, config_path: Path | None, as_json: bool) -> None:
+    """Two runs side by side: both Table 4s and paired deltas A - B by task cluster."""
+    from harness.studies.v2.compare import compare_stores, render_comparison
+
+    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
+    comparison = compare_stores(store_a, store_b, config)
+    if as_json:
+        encoded = msgspec.json.format(msgspec.json.encode(comparison), indent=2)
+        click.echo(encoded.decode())
+        return
+    click.echo(render_comparison(comparison), nl=False)

@@ -147,6 +147,11 @@ def _recorded_output(root: Path, record: AttemptRecord) -> dict[str, Any] | None
     body = msgspec.json.decode(data)
     if record.provider is ProviderName.SIMULATED:
         output = body.get("output") if isinstance(body, dict) else None
+    elif record.provider is ProviderName.PLUGIN:
+        output = body  # a plug-in's reply is the action itself
+    elif record.provider is ProviderName.OPENAI:
+        content = body["choices"][0]["message"]["content"]
+        output = msgspec.json.decode(content.encode("utf-8"))
     else:
         parts = body["candidates"][0]["content"]["parts"]
         text = "".join(p.get("text", "") for p in parts if not p.get("thought"))

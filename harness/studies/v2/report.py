@@ -35,6 +35,8 @@ from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
+from harness.providers.kinds import ProviderName
+from harness.providers.selection import ProviderIdentity
 from harness.safeio import write_atomic
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
@@ -69,6 +71,7 @@ __all__ = [
     "ReportManifest",
     "StoreIdentity",
     "bound_config",
+    "store_provider",
     "build_report",
     "decode_manifest",
     "load_results",
@@ -112,6 +115,9 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     config_digest: str
     environment: str = _NO_ENVIRONMENT
     provider: str = ""
+    # Set when the run is not the paper's frozen study set-up (another provider or a planner
+    # plug-in); simulated runs carry their own note.
+    not_frozen_study: str = ""
     models: tuple[str, ...] = ()
     frozen_rows: int | None = None
 
@@ -218,14 +224,52 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
     return view, results
 
 
-def _provider_model(view: StoreView) -> str:
-    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store)."""
+def _identity(view: StoreView) -> ProviderIdentity | None:
     plain = None if view.genesis is None else view.genesis.identity.get("provider")
     if not isinstance(plain, dict):
+        return None
+    try:
+        return msgspec.convert(plain, ProviderIdentity, strict=False)
+    except msgspec.ValidationError as e:
+        raise StudyReportError(f"the store's genesis holds no valid provider identity: {e}") from e
+
+
+def _provider_model(view: StoreView) -> str:
+    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store),
+    with the endpoint host of an openai run and the planner plug-in when there is one."""
+    identity = _identity(view)
+    if identity is None:
         return ""
-    if plain.get("provider") == "simulated":
-        return "simulated (not a language model), model none"
-    return f"{plain.get('provider')}, model {plain.get('model')}"
+    if identity.provider is ProviderName.SIMULATED:
+        text = "simulated (not a language model), model none"
+    else:
+        text = f"{identity.provider.value}, model {identity.model}"
+        if identity.endpoint_host is not None:
+            text += f" at {identity.endpoint_host}"
+    if identity.planner is not None:
+        text += f"; planner plug-in {identity.planner.spec} ({identity.planner.digest})"
+    return text
+
+
+def _not_frozen_study(view: StoreView) -> str:
+    """Why a run with a real planner is not the paper's frozen study ("" when it is, or when
+    the planner is simulated: that note is separate)."""
+    identity = _identity(view)
+    if identity is None or identity.frozen_study:
+        return ""
+    if identity.provider is ProviderName.SIMULATED and identity.planner is None:
+        return ""
+    return (
+        f"NOT THE PAPER'S FROZEN STUDY: the planner is {_provider_model(view)}; the paper's "
+        "study ran gemini-2.5-flash. The protocol is the same; compare stores side by side with "
+        "`harness v2 compare`."
+    )
+
+
+def store_provider(view: StoreView) -> tuple[str, str]:
+    """Who ran a store (provider, model, endpoint host, plug-in) and, when it is not the
+    paper's frozen study set-up, the note saying so ("" otherwise)."""
+    return _provider_model(view), _not_frozen_study(view)
 
 
 def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundle:
@@ -250,6 +294,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         config_digest=config_digest,
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         provider=_provider_model(view),
+        not_frozen_study=_not_frozen_study(view),
         models=_models(view),
         frozen_rows=frozen_rows(base),
     )
@@ -381,6 +426,9 @@ def provider_text(document: ReportDocument) -> str:
             f"Provider: {a.provider} (deterministic simulated planner and critics, not a "
             f"language model); model: {model}; SIMULATED DATA"
         )
+    if document.store.not_frozen_study:
+        # Another provider or a planner plug-in: name it with its endpoint host and plug-in.
+        return f"Provider: {document.store.provider}; not the paper's frozen study"
     return f"Provider: {a.provider}; model: {model}"
 
 
@@ -411,6 +459,8 @@ def render_markdown(document: ReportDocument) -> bytes:
         ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
+    if document.store.not_frozen_study:
+        out += [f"**{document.store.not_frozen_study}**", ""]
     if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
         out += [
             f"**PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
@@ -543,10 +593,19 @@ def render_hypotheses_csv(a: V2Analysis) -> bytes:
     return _csv(rows)
 
 
-def render_table4_tex(a: V2Analysis) -> bytes:
-    """``table4.tex``: a booktabs tabular in a table environment."""
+def _tex(text: str) -> str:
+    for char in "\\&%$#_{}~^":
+        text = text.replace(char, " " if char in "\\~^" else f"\\{char}")
+    return text
+
+
+def render_table4_tex(a: V2Analysis, *, provider: str = "") -> bytes:
+    """``table4.tex``: a booktabs tabular in a table environment; the caption names the
+    provider and model (``provider``, from the store's genesis)."""
     head = _columns(a.table4)
     note = " Simulated provider: not results of a language model." if a.simulated else ""
+    if provider:
+        note += f" Provider: {_tex(provider)}."
     caption = (
         "V2 primary-scope results. U is premature unsupported termination on "
         "incomplete checkpoints; S is supported completion over both conditions; FC is clean "
@@ -606,6 +665,8 @@ def render_html(
     banners = []
     if a.simulated:
         banners.append(_SIMULATED_NOTE)
+    if s.not_frozen_study:
+        banners.append(s.not_frozen_study)
     if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
         banners.append(
             f"PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
@@ -771,7 +832,7 @@ def render_files(
     files = {
         "report.md": render_markdown(document),
         "table4.csv": render_table4_csv(a),
-        "table4.tex": render_table4_tex(a),
+        "table4.tex": render_table4_tex(a, provider=document.store.provider),
         "hypotheses.csv": render_hypotheses_csv(a),
         "analysis.json": msgspec.json.format(canonical_bytes(document), indent=2) + b"\n",
     }

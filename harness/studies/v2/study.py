@@ -403,6 +403,9 @@ def _plain(flags: ProviderFlags) -> ProviderSelection:
         credential_file=flags.credential_file,
         credential_env=flags.credential_env,
         base_url=flags.base_url,
+        model=flags.model,
+        no_credential=flags.no_credential,
+        planner=flags.planner,
     )
 
 
@@ -413,6 +416,9 @@ def _flags_of(selection: ProviderSelection) -> ProviderFlags:
         credential_file=Path(source.name) if source is not None and source.kind == "file" else None,
         credential_env=source.name if source is not None and source.kind == "env" else None,
         base_url=selection.base_url,
+        model=selection.model,
+        no_credential=selection.provider is ProviderName.OPENAI and source is None,
+        planner=None if selection.planner is None else selection.planner.spec,
     )
 
 
@@ -515,6 +521,8 @@ def provider_line(view: StoreView, results: Sequence[CellResult] = ()) -> str:
     """``provider: ...`` naming the store's provider and model (from its genesis; a store made
     before genesis bound them is described by its results)."""
     stored = stored_identity(view)
+    if stored is not None and stored.planner is not None:
+        return f"provider: {stored.describe()}"
     simulated = (
         stored.provider is ProviderName.SIMULATED
         if stored is not None
