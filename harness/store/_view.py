@@ -54,6 +54,13 @@ class StoreView(msgspec.Struct, frozen=True, kw_only=True):
     pending_attempts: tuple[OrphanedAttempt, ...]
     manifest: Manifest | None
 
+    @property
+    def pilot(self) -> dict[str, object] | None:
+        """The pilot label the genesis identity binds (``identity.pilot``), or None: a store
+        of the whole study (see docs/store.md, "Pilot stores")."""
+        label = None if self.genesis is None else self.genesis.identity.get("pilot")
+        return label if isinstance(label, dict) else None
+
 
 def read_store(root: str | os.PathLike[str]) -> StoreView:
     """Verify and read the store at ``root``; the caller judges ``view.report``.

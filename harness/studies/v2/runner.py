@@ -40,7 +40,7 @@ from harness.providers.protocol import Provider
 from harness.store import RunStore, verify_store
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
 from harness.studies.v2.config import V2Config
-from harness.studies.v2.loop import CellInputs, ToolRunner, run_cell
+from harness.studies.v2.loop import CellInputs, CellRun, ToolRunner, run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.progress import Progress
 from harness.studies.v2.schedule import Row
@@ -275,56 +275,84 @@ async def _cells(
     keep_results: bool,
     first_blobs: Sequence[str],
     breaker: Breaker,
+    max_cells: int,
 ) -> None:
+    """Run up to ``max_cells`` cells at once; commit them in schedule order (reorder buffer).
+
+    A slot is taken before a cell starts and given back only when the cell is committed, so
+    at most ``max_cells`` cells are in flight or waiting in the buffer. The first cell that
+    must not be committed (the breaker tripped, or every attempt of it was an outage) stops
+    the run: everything after it in schedule order is cancelled or discarded uncommitted.
+    """
     audit_sink = StoreAudit(store, breaker)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
-    for index in range(store.next_row_index, len(inputs.rows)):
-        if stop.signal is not None:
-            break
-        row = inputs.rows[index]
-        if progress is not None:
-            progress.start(row.cell_id)
+    slots = trio.Semaphore(max_cells)
+    ready: dict[int, CellRun] = {}
+    state = {"next": store.next_row_index}
+
+    def halt(scope: trio.CancelScope, why: str) -> None:
+        if report.outage is None:
+            report.outage = why
+        scope.cancel()
+
+    def commit_ready(scope: trio.CancelScope) -> None:
+        while state["next"] in ready and report.outage is None:
+            index = state["next"]
+            run = ready.pop(index)
+            row = inputs.rows[index]
+            if breaker.tripped is not None:
+                halt(scope, breaker.tripped)
+                return
+            if outage_only(run.attempts):
+                halt(
+                    scope,
+                    f"every provider attempt of cell {row.cell_id} failed for infrastructure "
+                    f"reasons (last: {breaker.last})",
+                )
+                return
+            started = time.perf_counter()
+            # The session's first record also binds the blobs handed in (the preflight report).
+            blobs = first_blobs if report.committed == 0 else ()
+            store.commit_cell(index, run.result, run.attempts, blobs=blobs)
+            report.commit_seconds += time.perf_counter() - started
+            report.committed += 1
+            report.done += 1
+            report.tool_seconds += run.timing.tool_seconds
+            report.provider_seconds += run.timing.provider_seconds
+            arm = report.policy_seconds
+            arm[row.policy] = arm.get(row.policy, 0.0) + run.timing.policy_seconds
+            if keep_results:
+                report.results.append(run.result)
+            if progress is not None:
+                progress.finish(
+                    provider_calls=run.result.provider_calls,
+                    tokens=run.result.tokens,
+                    cost_usd=run.result.cost_usd,
+                )
+            state["next"] = index + 1
+            slots.release()
+
+    async def one(index: int, scope: trio.CancelScope) -> None:
         try:
-            with trio.CancelScope() as scope:
-                stop.scope = scope
-                run = await run_cell(inputs.cell(row), provider, tools, audit)
+            run = await run_cell(inputs.cell(inputs.rows[index]), provider, tools, audit)
         except BreakerTrippedError:
-            # The cell in flight is dropped: its attempts are journaled (resume binds them
-            # as orphaned) and it runs again on resume.
-            report.outage = breaker.tripped
-            break
-        finally:
-            stop.scope = None
-        if scope.cancelled_caught:
-            break
-        if breaker.tripped is not None:
-            report.outage = breaker.tripped
-            break
-        if outage_only(run.attempts):
-            report.outage = (
-                f"every provider attempt of cell {row.cell_id} failed for infrastructure "
-                f"reasons (last: {breaker.last})"
-            )
-            break
-        started = time.perf_counter()
-        # The session's first record also binds the blobs handed in (the preflight report).
-        blobs = first_blobs if report.committed == 0 else ()
-        store.commit_cell(index, run.result, run.attempts, blobs=blobs)
-        report.commit_seconds += time.perf_counter() - started
-        report.committed += 1
-        report.done += 1
-        report.tool_seconds += run.timing.tool_seconds
-        report.provider_seconds += run.timing.provider_seconds
-        arm = report.policy_seconds
-        arm[row.policy] = arm.get(row.policy, 0.0) + run.timing.policy_seconds
-        if keep_results:
-            report.results.append(run.result)
-        if progress is not None:
-            progress.finish(
-                provider_calls=run.result.provider_calls,
-                tokens=run.result.tokens,
-                cost_usd=run.result.cost_usd,
-            )
+            # The cell is dropped: its attempts are journaled (resume binds them as
+            # orphaned) and it runs again on resume.
+            halt(scope, breaker.tripped or "the circuit breaker tripped")
+            return
+        ready[index] = run
+        commit_ready(scope)
+
+    async with trio.open_nursery() as nursery:
+        stop.scope = nursery.cancel_scope
+        for index in range(store.next_row_index, len(inputs.rows)):
+            await slots.acquire()
+            if stop.signal is not None or report.outage is not None:
+                break
+            if progress is not None:
+                progress.start(inputs.rows[index].cell_id)
+            nursery.start_soon(one, index, nursery.cancel_scope)
+    stop.scope = None
     report.journal_seconds += audit_sink.seconds
     report.failed_attempts = breaker.failed
 
@@ -340,6 +368,7 @@ def run_rows(
     handle_signals: bool = True,
     first_blobs: Sequence[str] = (),
     breaker_limit: int | None = None,
+    max_cells: int = 1,
 ) -> RunReport:
     """Run every row from the store's next row on, committing each cell (see the docstring).
 
@@ -355,11 +384,15 @@ def run_rows(
             report).
         breaker_limit: consecutive infrastructure failures that stop the run (default: the
             study config's ``circuit_breaker``).
+        max_cells: cells in flight at once (1: the paper's sequential order); records are
+            committed in schedule order whatever it is.
 
     Returns:
         What this session did; ``stopped_by`` names the signal when one stopped it, ``outage``
         the infrastructure failure that did.
     """
+    if max_cells < 1:
+        raise V2StudyError(f"--max-cells must be at least 1, not {max_cells}")
     report = RunReport(store=store.root, total=len(inputs.rows), done=store.next_row_index)
     limit = (
         breaker_limit
@@ -385,6 +418,7 @@ def run_rows(
                 keep_results,
                 first_blobs,
                 breaker,
+                max_cells,
             )
             nursery.cancel_scope.cancel()
 
