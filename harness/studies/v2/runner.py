@@ -172,11 +172,19 @@ class StoreAudit:
     shown to it, and once it has tripped no further attempt is begun.
     """
 
-    def __init__(self, store: RunStore, breaker: Breaker | None = None) -> None:
+    def __init__(
+        self, store: RunStore, breaker: Breaker | None = None, *, staged: bool = False
+    ) -> None:
         self._store = store
         self._open: dict[tuple[str, str, int, str], int] = {}
         self._breaker = breaker
+        self._staged = staged
+        self._cells: dict[str, list[int]] = {}
         self.seconds = 0.0
+
+    def take(self, cell_id: str) -> list[int]:
+        """The staging keys of ``cell_id``'s attempts, in the order they were begun."""
+        return self._cells.pop(cell_id, [])
 
     @staticmethod
     def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
@@ -194,7 +202,11 @@ class StoreAudit:
         key = self._key(intent)
         if key in self._open:
             raise ValueError(f"attempt {key} begun twice")
-        self._open[key] = self._store.journal_begin(intent)
+        if self._staged:
+            self._open[key] = self._store.stage_begin(intent)
+            self._cells.setdefault(intent.cell_id, []).append(self._open[key])
+        else:
+            self._open[key] = self._store.journal_begin(intent)
         self.seconds += time.perf_counter() - started
 
     def end(self, record: AttemptRecord) -> None:
@@ -204,7 +216,10 @@ class StoreAudit:
         if begun is None:
             raise ValueError(f"attempt {self._key(record)} ended without a begin")
         blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        self._store.journal_end(begun, record, blobs=blobs)
+        if self._staged:
+            self._store.stage_end(begun, record, blobs=blobs)
+        else:
+            self._store.journal_end(begun, record, blobs=blobs)
         self.seconds += time.perf_counter() - started
         if self._breaker is not None:
             self._breaker.observe(record)
@@ -284,7 +299,9 @@ async def _cells(
     must not be committed (the breaker tripped, or every attempt of it was an outage) stops
     the run: everything after it in schedule order is cancelled or discarded uncommitted.
     """
-    audit_sink = StoreAudit(store, breaker)
+    # With more than one cell in flight, attempts are staged (fsynced in staging.log) and
+    # journaled when their cell commits: the journal and the chain are a sequential run's.
+    audit_sink = StoreAudit(store, breaker, staged=max_cells > 1)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
     slots = trio.Semaphore(max_cells)
     ready: dict[int, CellRun] = {}
@@ -313,7 +330,11 @@ async def _cells(
             started = time.perf_counter()
             # The session's first record also binds the blobs handed in (the preflight report).
             blobs = first_blobs if report.committed == 0 else ()
-            store.commit_cell(index, run.result, run.attempts, blobs=blobs)
+            if max_cells > 1:
+                keys = audit_sink.take(row.cell_id)
+                store.commit_staged(index, run.result, run.attempts, keys, blobs=blobs)
+            else:
+                store.commit_cell(index, run.result, run.attempts, blobs=blobs)
             report.commit_seconds += time.perf_counter() - started
             report.committed += 1
             report.done += 1
