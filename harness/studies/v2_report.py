@@ -37,6 +37,7 @@ from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
 from harness.studies.v2.config import V2Config, decode_config
 from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.pilot import pilot_label
 from harness.studies.v2_analysis import ArmRow, V2Analysis, analyze
 
 __all__ = [
@@ -91,6 +92,7 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     config_digest: str
     environment: str = _NO_ENVIRONMENT
     provider: str = ""
+    pilot: str = ""
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -102,6 +104,7 @@ class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     schema: Literal["harness.v2-report.v1"] = "harness.v2-report.v1"
     partial: bool = False
+    pilot: bool = False
     store: StoreIdentity
     analysis: V2Analysis
 
@@ -111,6 +114,7 @@ class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     schema: Literal["harness.v2-report-manifest.v1"] = "harness.v2-report-manifest.v1"
     partial: bool = False
+    pilot: bool = False
     store: StoreIdentity
     files: dict[str, str]
 
@@ -208,6 +212,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     view, results = load_results(base)
     config, config_digest = bound_config(base, config_path)
     report = view.report
+    label = None if view.genesis is None else pilot_label(view.genesis.identity)
     lock_bytes = (base / "study.lock").read_bytes()
     environment = decode_lock(lock_bytes, origin=f"{base}/study.lock").environment
     identity = StoreIdentity(
@@ -220,13 +225,16 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         config_digest=config_digest,
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         provider=_provider_model(view),
+        pilot="" if label is None else label.describe(),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
     except ValueError as e:
         raise StudyReportError(f"store {base}: {e}") from e
     partial = report.manifest_digest is None or report.cells < report.schedule_rows
-    document = ReportDocument(partial=partial, store=identity, analysis=analysis)
+    document = ReportDocument(
+        partial=partial, pilot=label is not None, store=identity, analysis=analysis
+    )
     return ReportBundle(document=document, files=render_files(document))
 
 
@@ -305,6 +313,12 @@ def render_markdown(document: ReportDocument) -> bytes:
             "`harness v2 resume` supersedes it.**",
             "",
         ]
+    if document.pilot:
+        out += [
+            f"**{s.pilot}. A pilot run of a subset of the schedule: these tables describe "
+            "its cells only, and no hypothesis verdict is given.**",
+            "",
+        ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
@@ -337,7 +351,9 @@ def render_markdown(document: ReportDocument) -> bytes:
         "## Hypotheses",
         "",
     ]
-    for line in _hypothesis_lines(a):
+    if document.pilot:
+        out += ["None: a pilot is not the study (run the full schedule for H2-H4).", ""]
+    for line in [] if document.pilot else _hypothesis_lines(a):
         out += [line, ""]
     out += [
         f"## Unseen-fault strata ({', '.join(a.unseen_faults) or 'none'}; descriptive)",
@@ -375,17 +391,23 @@ def _csv(rows: list[list[str]]) -> bytes:
     return buffer.getvalue().encode()
 
 
-def render_table4_csv(a: V2Analysis) -> bytes:
-    """``table4.csv``: Table 4 with the provider on every row."""
+def render_table4_csv(a: V2Analysis, pilot: str = "") -> bytes:
+    """``table4.csv``: Table 4 with the provider on every row (and the pilot label)."""
     rows = [[*_columns(a.table4), "provider"]]
-    rows += [[*_cells(row), "simulated" if a.simulated else a.provider] for row in a.table4]
+    provider = "simulated" if a.simulated else a.provider
+    if pilot:
+        provider = f"{provider} ({pilot})"
+    rows += [[*_cells(row), provider] for row in a.table4]
     return _csv(rows)
 
 
-def render_hypotheses_csv(a: V2Analysis) -> bytes:
-    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict."""
+def render_hypotheses_csv(a: V2Analysis, pilot: str = "") -> bytes:
+    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict (a pilot: none)."""
     rows = [["hypothesis", "estimate", "low", "high", "unit", "passed", "criterion", "provider"]]
     provider = "simulated" if a.simulated else a.provider
+    if pilot:
+        rows.append(["none", "", "", "", "", "", f"{pilot}: no hypothesis verdicts", provider])
+        return _csv(rows)
     for h in (a.h2, a.h3):
         rows.append(
             [
@@ -415,10 +437,11 @@ def render_hypotheses_csv(a: V2Analysis) -> bytes:
     return _csv(rows)
 
 
-def render_table4_tex(a: V2Analysis) -> bytes:
+def render_table4_tex(a: V2Analysis, pilot: str = "") -> bytes:
     """``table4.tex``: a booktabs tabular in a table environment."""
     head = _columns(a.table4)
     note = " Simulated provider: not results of a language model." if a.simulated else ""
+    note += f" {pilot}." if pilot else ""
     lines = [
         "\\begin{table}[t]",
         "\\centering",
@@ -439,7 +462,7 @@ def render_table4_tex(a: V2Analysis) -> bytes:
     return "\n".join(lines).encode()
 
 
-def render_figure(a: V2Analysis) -> bytes:
+def render_figure(a: V2Analysis, pilot: str = "") -> bytes:
     """``figure.png``: U and S rates per pipeline, counts on the bars."""
     require_extra("matplotlib", "plots", "the V2 report's figure (figure.png)")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -468,6 +491,8 @@ def render_figure(a: V2Analysis) -> bytes:
     title = f"V2 closed loop, {a.primary_clusters} primary task clusters"
     if a.simulated:
         title += " (simulated provider, not an LLM)"
+    if pilot:
+        title += f" - {pilot.split(' (', 1)[0]}"
     figure.suptitle(title, fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -478,19 +503,25 @@ def render_figure(a: V2Analysis) -> bytes:
 def render_files(document: ReportDocument) -> dict[str, bytes]:
     """Every report file's bytes, the manifest last."""
     a = document.analysis
+    pilot = document.store.pilot if document.pilot else ""
+    plain = msgspec.to_builtins(document)
+    if document.pilot:  # a pilot gives no verdicts, in any file
+        for name in ("h2", "h3", "h4"):
+            plain["analysis"][name].pop("passed", None)
     files = {
         "report.md": render_markdown(document),
-        "table4.csv": render_table4_csv(a),
-        "table4.tex": render_table4_tex(a),
-        "hypotheses.csv": render_hypotheses_csv(a),
-        "analysis.json": msgspec.json.format(canonical_bytes(document), indent=2) + b"\n",
+        "table4.csv": render_table4_csv(a, pilot),
+        "table4.tex": render_table4_tex(a, pilot),
+        "hypotheses.csv": render_hypotheses_csv(a, pilot),
+        "analysis.json": msgspec.json.format(canonical_bytes(plain), indent=2) + b"\n",
     }
     if extra_installed("matplotlib"):
-        files[FIGURE_FILE] = render_figure(a)
+        files[FIGURE_FILE] = render_figure(a, pilot)
     else:
         _log.warning("v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png")
     manifest = ReportManifest(
         partial=document.partial,
+        pilot=document.pilot,
         store=document.store,
         files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
     )
