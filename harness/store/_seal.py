@@ -63,6 +63,13 @@ def finalize_store(
                 f"store {root} fails verification ({report.code}): {report.reason}; "
                 "it cannot be finalized"
             )
+        pilot = None if found.genesis is None else found.genesis.identity.get("pilot")
+        if expected_cells is not None and pilot is not None:
+            raise FinalizeError(
+                f"store {root} is a pilot ({report.schedule_rows} rows of a subset run): it "
+                "is never finalized as the study; `v2 run` and `v2 resume` seal it as a pilot "
+                "(without --expected-cells)"
+            )
         if report.manifest_digest is not None:
             _log.info("store.already_finalized", store=str(root), manifest=report.manifest_digest)
             return report.manifest_digest
@@ -74,13 +81,6 @@ def finalize_store(
         manifest = expected_manifest(found)
         if manifest is None:  # an ok report always has a verified genesis
             raise TamperError(f"store {root} has no verified genesis record")
-        pilot = None if found.genesis is None else found.genesis.identity.get("pilot")
-        if expected_cells is not None and pilot is not None:
-            raise FinalizeError(
-                f"store {root} is a pilot ({manifest.schedule_rows} rows of a subset run): it "
-                "is never finalized as the study; `v2 run` and `v2 resume` seal it as a pilot "
-                "(without --expected-cells)"
-            )
         if expected_cells is not None and expected_cells != manifest.schedule_rows:
             raise FinalizeError(
                 f"expected {expected_cells} cells, but store {root} is bound to a schedule of "

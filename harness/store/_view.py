@@ -135,7 +135,10 @@ def check_store_for_run(
         return _unusable(f"{root} is finalized; it takes no more records")
     if report.lock_digest != lock_digest:
         return _unusable(f"{root} is bound to lock {report.lock_digest}, not {lock_digest}")
-    if report.schedule_digest != schedule_digest:
+    pilot = None if found.genesis is None else found.genesis.identity.get("pilot")
+    if report.schedule_digest != schedule_digest and pilot is None:
+        # A pilot binds a subset of the schedule; the run re-selects that subset from this
+        # schedule and opening the store refuses it unless the digests agree.
         return _unusable(
             f"{root} is bound to schedule {report.schedule_digest}, not {schedule_digest}"
         )

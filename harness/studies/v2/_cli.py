@@ -78,7 +78,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
         return
     rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
     lines = status_lines(store)
-    click.echo(f"store: {store}")
+    click.echo(lines[0])  # the store, and the pilot label of a pilot
     click.echo(lines[1])  # the provider and model
     if outcome.orphaned_attempts:
         click.echo(
