@@ -294,8 +294,9 @@ async def _cells(
 ) -> None:
     """Run up to ``max_cells`` cells at once; commit them in schedule order (reorder buffer).
 
-    A slot is taken before a cell starts and given back only when the cell is committed, so
-    at most ``max_cells`` cells are in flight or waiting in the buffer. The first cell that
+    A cell starts when fewer than N = ``max_cells`` cells run and its row is within 2N rows of
+    the next row to commit, so at most N cells run and fewer than 2N are held uncommitted
+    (finished cells wait in the buffer for the head of the schedule). The first cell that
     must not be committed (the breaker tripped, or every attempt of it was an outage) stops
     the run: everything after it in schedule order is cancelled or discarded uncommitted.
     """
@@ -303,9 +304,13 @@ async def _cells(
     # journaled when their cell commits: the journal and the chain are a sequential run's.
     audit_sink = StoreAudit(store, breaker, staged=max_cells > 1)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
-    slots = trio.Semaphore(max_cells)
     ready: dict[int, CellRun] = {}
-    state = {"next": store.next_row_index}
+    state = {"next": store.next_row_index, "running": 0}
+    changed = [trio.Event()]
+
+    def wake() -> None:
+        changed[0].set()
+        changed[0] = trio.Event()
 
     def halt(scope: trio.CancelScope, why: str) -> None:
         if report.outage is None:
@@ -351,25 +356,30 @@ async def _cells(
                     cost_usd=run.result.cost_usd,
                 )
             state["next"] = index + 1
-            slots.release()
+            wake()
 
     async def one(index: int, scope: trio.CancelScope) -> None:
         try:
             run = await run_cell(inputs.cell(inputs.rows[index]), provider, tools, audit)
         except BreakerTrippedError:
+            state["running"] -= 1
             # The cell is dropped: its attempts are journaled (resume binds them as
             # orphaned) and it runs again on resume.
             halt(scope, breaker.tripped or "the circuit breaker tripped")
             return
+        state["running"] -= 1
         ready[index] = run
         commit_ready(scope)
+        wake()
 
     async with trio.open_nursery() as nursery:
         stop.scope = nursery.cancel_scope
         for index in range(store.next_row_index, len(inputs.rows)):
-            await slots.acquire()
+            while state["running"] >= max_cells or index >= state["next"] + 2 * max_cells:
+                await changed[0].wait()
             if stop.signal is not None or report.outage is not None:
                 break
+            state["running"] += 1
             if progress is not None:
                 progress.start(inputs.rows[index].cell_id)
             nursery.start_soon(one, index, nursery.cancel_scope)
