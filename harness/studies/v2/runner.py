@@ -1,4 +1,4 @@
-"""The trio scheduler: cells strictly in schedule order, each committed atomically to the store.
+"""The trio scheduler: cells committed strictly in schedule order, each atomically to the store.
 
 For each schedule row from the store's next row on: run the cell (``loop.run_cell``) with its
 provider attempts journaled durably in the store before and after each call (raw responses go
@@ -6,12 +6,27 @@ to content-addressed blobs), then commit the cell's ``CellResult`` together with
 provider-attempt audit group in one record. Rows are never skipped, repeated or reordered (the
 store refuses it), and a resumed run starts at the first row the verified prefix lacks.
 
-A circuit breaker watches every provider attempt as it is journaled: after ``limit``
+Ordered commit (``max_cells`` = N, default 1: the paper's sequential order). Up to N cells run
+at once in one trio nursery (provider calls and tool calls in worker threads; every tool call
+still in a fresh sandboxed child), and a cell starts only within 2N rows of the next row to
+commit. A finished cell waits in the reorder buffer until every row before it is committed, so
+the records are those of a sequential run, in the same order. With N > 1 a cell's attempts are
+*staged* (``RunStore.stage_begin/stage_end``: fsynced in ``staging.log`` before the call is
+sent) and moved into the journal when the cell commits, so the journal - and with it every
+record, HEAD and MANIFEST - is byte for byte a sequential run's. A stop (signal, breaker, kill)
+loses only uncommitted cells: their staged attempts bind as orphaned on resume, which may use
+any N. Cell results never depend on N: every cell draws only from its own inputs.
+
+A circuit breaker watches every provider attempt as it ends: after ``limit``
 consecutive attempts that failed for infrastructure reasons (``INFRASTRUCTURE_FAILURES``: a
 rejected key, an exhausted quota, a missing model, no connection) it stops the run the way a
 signal does, and a cell none of whose attempts reached the model is never committed either (it
 measured an outage, not the policy): the run stops before it, and resume runs it again. An
-unusable reply is an answer: it resets the streak and stays a study outcome.
+unusable reply is an answer: it resets the streak and stays a study outcome. With N cells in
+flight, "consecutive" is in the order attempts *end* (whichever cell they belong to): the
+breaker sees one stream of ended attempts, as a sequential run does. Once it has tripped, no
+attempt begins and no further cell is committed, even one that finished before the trip but
+still waits for the head of the schedule.
 
 SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the cell in flight is cancelled and not
 committed (its attempts are already journaled, so resume reports and binds them), every
