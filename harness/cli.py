@@ -48,9 +48,12 @@ def _static_group() -> click.Group:
 
 def _v2_group() -> click.Group:
     from harness.studies._v2_report_cli import v2_report_cmd
+    from harness.studies._v2_show_cli import v2_cells_cmd, v2_show_cmd
     from harness.studies.v2._cli import v2_group
 
     v2_group.add_command(v2_report_cmd)
+    v2_group.add_command(v2_show_cmd)
+    v2_group.add_command(v2_cells_cmd)
     return v2_group
 
 
@@ -96,6 +99,12 @@ def _store() -> click.Command:
     return store_group
 
 
+def _stores() -> click.Command:
+    from harness.studies._stores_cli import stores_cmd
+
+    return stores_cmd
+
+
 def _tasks() -> click.Command:
     from harness.worlds._cli import tasks_group
 
@@ -119,8 +128,9 @@ _LAZY: Final[dict[str, tuple[Callable[[], click.Command], str]]] = {
     "sandbox": (_sandbox, "Probe, describe and use the tool sandbox."),
     "static": (_static_group, "The static study: snapshot export, run and report."),
     "store": (_store, "Verify, inspect and finalize run stores."),
+    "stores": (_stores, "List the run stores under stores/ with their state."),
     "tasks": (_tasks, "List the admitted benchmark tasks."),
-    "v2": (_v2_group, "The V2 closed-loop study: run, resume, status, report."),
+    "v2": (_v2_group, "The V2 closed-loop study: run, resume, status, report, show, cells."),
     "worlds": (_worlds, "Inspect the generated worlds."),
 }
 

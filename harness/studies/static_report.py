@@ -8,6 +8,9 @@ every cited provider attempt journaled). ``analyse`` recomputes everything from 
   S (``stuck`` on fault snapshots), macro-F1 over {complete, not complete}, the UCR with a
   task-cluster bootstrap interval, and which kind of rule decided;
 - breakdowns by fault and by task family; ECT's reason families per fault (localisation);
+- unsupported claims accepted: every F1-F7 snapshot carries a completion claim its evidence
+  does not support (F8's agent has not answered), so a policy that completes one accepts an
+  unsupported claim; per policy, the count over those snapshots with a task-cluster interval;
   provider requests, attempts, retries, failures, tokens, latency and cost per policy;
 - H1: per task, "any unsafe complete among its faults" for ECT and the critic core; exact
   two-sided McNemar on the discordant tasks; the paired UCR difference with a task-cluster
@@ -17,9 +20,10 @@ every cited provider attempt journaled). ``analyse`` recomputes everything from 
 - Table 3: each single-check ablation's effect on its matched fault (ablated minus full ECT),
   the residual containment by other checks, and effects on other faults.
 
-Renderers produce Markdown, CSV, LaTeX and JSON; ``write_report`` writes them and the figure
-into the run directory. With the simulated provider the full-trace critic row is labelled
-"(simulated)" everywhere: it is a deterministic permissive reviewer, not the paper's Gemini arm.
+Renderers produce Markdown, CSV, LaTeX, JSON and one self-contained ``report.html``;
+``write_report`` writes them and the figure (PNG, SVG, PDF) into the run directory. With the
+simulated provider the full-trace critic row is labelled "(simulated)" everywhere: it is a
+deterministic permissive reviewer, not the paper's Gemini arm.
 """
 
 from __future__ import annotations
@@ -69,8 +73,10 @@ _log = get_logger("harness.studies.static")
 
 __all__ = [
     "REPLICATES",
+    "FIGURE_FILES",
     "REPORT_FILES",
     "TASK_BOOTSTRAP_SEED",
+    "UNSUPPORTED_BOOTSTRAP_SEED",
     "UCR_BOOTSTRAP_SEED",
     "WORLD_BOOTSTRAP_SEED",
     "AblationRow",
@@ -79,11 +85,13 @@ __all__ = [
     "ProviderUsage",
     "StaticResults",
     "StaticRun",
+    "UnsupportedClaims",
     "analyse",
     "h1_line",
     "label_of",
     "load_run",
     "render_endpoints",
+    "render_html",
     "render_table2",
     "render_table3",
     "write_report",
@@ -96,6 +104,8 @@ WORLD_BOOTSTRAP_SEED: Final = 5102
 """Seed of H1's world-cluster sensitivity bootstrap."""
 UCR_BOOTSTRAP_SEED: Final = 5103
 """Seed of the per-policy UCR intervals in the figure."""
+UNSUPPORTED_BOOTSTRAP_SEED: Final = 5104
+"""Seed of the per-policy intervals of unsupported claims accepted."""
 ALPHA: Final = 0.05
 
 REPORT_FILES: Final = (
@@ -109,8 +119,15 @@ REPORT_FILES: Final = (
     "table3.json",
     "endpoints.md",
     "endpoints.json",
+    "report.html",
     "ucr.png",
+    "ucr.svg",
+    "ucr.pdf",
 )
+FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
+"""Written only with the [plots] extra installed."""
+_CLAIM_FAULTS: Final = ("F1", "F2", "F3", "F4", "F5", "F6", "F7")
+"""Fault snapshots whose agent claims completion without support (F8's has not answered)."""
 
 _CLEAN: Final = "C0"
 _DASH: Final = "\u2013"  # the en dash the paper's tables use for "not applicable"
@@ -321,6 +338,19 @@ class AblationRow(_Out, frozen=True, kw_only=True):
     other_effects: dict[str, int]
 
 
+class UnsupportedClaims(_Out, frozen=True, kw_only=True):
+    """Unsupported completion claims a policy accepted (completed) on F1-F7 snapshots."""
+
+    policy: str
+    label: str
+    accepted: int
+    claims: int
+    pct: float
+    low_pct: float
+    high_pct: float
+    by_fault: dict[str, int]
+
+
 class ProviderUsage(_Out, frozen=True, kw_only=True):
     """Provider use of one policy over the run."""
 
@@ -356,6 +386,7 @@ class StaticResults(_Out, frozen=True, kw_only=True):
     usage: tuple[ProviderUsage, ...]
     ucr_replicates: int
     ucr_seed: int
+    unsupported_claims: tuple[UnsupportedClaims, ...] = ()
 
 
 def _is_fault(r: DecisionRecord) -> bool:
@@ -478,6 +509,41 @@ def analyse(run: StaticRun) -> StaticResults:
         usage=tuple(_usage(policy, by_policy[policy], run.attempts) for policy in MAIN_POLICIES),
         ucr_replicates=REPLICATES,
         ucr_seed=UCR_BOOTSTRAP_SEED,
+        unsupported_claims=tuple(
+            _unsupported(policy, by_policy[policy], tasks, run.info.simulated)
+            for policy in MAIN_POLICIES
+        ),
+    )
+
+
+def _unsupported(
+    policy: str, records: Sequence[DecisionRecord], tasks: Sequence[str], simulated: bool
+) -> UnsupportedClaims:
+    claimed = [r for r in records if r.fault in _CLAIM_FAULTS]
+    events = dict.fromkeys(tasks, 0)
+    trials = dict.fromkeys(tasks, 0)
+    for r in claimed:
+        events[r.task_id] += _complete(r)
+        trials[r.task_id] += 1
+    accepted = sum(events.values())
+    n = sum(trials.values())
+    interval = _interval(
+        [float(events[t]) for t in tasks],
+        [0.0] * len(tasks),
+        [float(trials[t]) for t in tasks],
+        UNSUPPORTED_BOOTSTRAP_SEED,
+    )
+    return UnsupportedClaims(
+        policy=policy,
+        label=label_of(policy, simulated),
+        accepted=accepted,
+        claims=n,
+        pct=100 * accepted / n if n else 0.0,
+        low_pct=100 * interval.low,
+        high_pct=100 * interval.high,
+        by_fault={
+            f: sum(1 for r in claimed if r.fault == f and _complete(r)) for f in _CLAIM_FAULTS
+        },
     )
 
 
@@ -850,6 +916,11 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         for row in results.rows
     ]
     sections.append("## Decided by\n\n" + _markdown(["Policy", "Sources"], body, numeric=0))
+    head, body = unsupported_table(results)
+    sections.append(
+        "## Unsupported claims accepted (F1-F7 snapshots completed; 95% task-cluster interval)\n\n"
+        + _markdown(head, body, numeric=len(head) - 1)
+    )
     head = [
         "Policy",
         "Model decisions",
@@ -886,9 +957,158 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         "rows": [msgspec.to_builtins(r) for r in results.rows],
         "ucr_replicates": results.ucr_replicates,
         "ucr_seed": results.ucr_seed,
+        "unsupported_claims": [msgspec.to_builtins(u) for u in results.unsupported_claims],
+        "unsupported_seed": UNSUPPORTED_BOOTSTRAP_SEED,
         "usage": [msgspec.to_builtins(u) for u in results.usage],
     }
     return {"md": "\n".join(sections), "json": _json(payload)}
+
+
+def unsupported_table(results: StaticResults) -> tuple[list[str], list[list[str]]]:
+    """Unsupported claims accepted per policy: overall with its interval, then per fault."""
+    head = ["Policy", "Accepted", "Rate (%)", "Interval (%)", *_CLAIM_FAULTS]
+    body = [
+        [
+            u.label,
+            f"{u.accepted}/{u.claims}",
+            f"{u.pct:.1f}",
+            f"[{u.low_pct:.1f}, {u.high_pct:.1f}]",
+            *(str(u.by_fault.get(f, 0)) for f in _CLAIM_FAULTS),
+        ]
+        for u in results.unsupported_claims
+    ]
+    return head, body
+
+
+def provider_text(results: StaticResults) -> str:
+    """Who produced the model-path data: the provider and model, and whether it is simulated."""
+    if results.simulated:
+        return (
+            f"Provider: simulated (deterministic, not a language model); model: {results.model}; "
+            "SIMULATED DATA for every model-path policy"
+        )
+    return f"Provider: gemini; model: {results.model}"
+
+
+def figure_caption(results: StaticResults) -> str:
+    """The static figure's caption."""
+    return (
+        f"Unsafe completion rate per policy on {results.faults} fault snapshots of "
+        f"{results.tasks} tasks ({_split_name(results).lower()} grid); whiskers are 95% "
+        f"task-cluster bootstrap intervals ({results.ucr_replicates:,} replicates, seed "
+        f"{results.ucr_seed}); labels give unsafe completes/fault snapshots. "
+        f"{provider_text(results)}."
+    )
+
+
+def render_html(results: StaticResults, png: bytes | None) -> bytes:
+    """``report.html``: Table 2, H1, Table 3, the endpoints and the figure on one page."""
+    from harness.studies import _html
+
+    header, body = _table2_cells(results)
+    t3_head, t3_body = _table3_cells(results)
+    faults = (_CLEAN, *STATIC_FAULTS)
+    labels = {row.policy: row.label for row in results.rows}
+    labels |= {
+        p: f"ECT without {_ABLATION_LABELS[a].lower()}"
+        for a, p in zip(Ablation, ABLATION_POLICIES, strict=True)
+    }
+    by_fault = [
+        [labels[p], v, *(str(results.by_fault[p][f][v]) for f in faults)]
+        for p in results.by_fault
+        for v in ("complete", "stuck")
+    ]
+    families = sorted({f for counts in results.by_family.values() for f in counts})
+    by_family = [
+        [labels[p], *(str(results.by_family[p].get(f, 0)) for f in families)]
+        for p in results.by_family
+    ]
+    localisation = [
+        [f, ", ".join(f"{k} {v}" for k, v in results.localisation[f].items()) or "none"]
+        for f in faults
+    ]
+    ucr = [
+        [row.label, f"{row.unsafe}/{row.faults}", f"{100 * row.ucr:.1f}",
+         f"[{100 * row.ucr_low:.1f}, {100 * row.ucr_high:.1f}]"]
+        for row in results.rows
+    ]  # fmt: skip
+    sections = [
+        _html.section(
+            "table2",
+            "Table 2",
+            _html.table(header, body, highlight=[r.policy == "ect" for r in results.rows])
+            + _html.paragraph(h1_line(results))
+            + "".join(_html.paragraph(n) for n in _notes(results)),
+        ),
+        _html.section(
+            "ucr",
+            "Unsafe completion rate with 95% task-cluster intervals",
+            _html.table(["Policy", "Unsafe", "UCR (%)", "Interval (%)"], ucr),
+        ),
+        _html.section(
+            "unsupported",
+            "Unsupported claims accepted",
+            _html.table(*unsupported_table(results))
+            + _html.paragraph(
+                "Every F1-F7 snapshot carries a completion claim its evidence does not "
+                "support; a policy accepts it by completing. F8's agent has not answered."
+            ),
+        ),
+    ]
+    if png is not None:
+        sections.append(
+            _html.section(
+                "figure",
+                "Figure",
+                _html.figure(
+                    png,
+                    alt="Bar chart of the unsafe completion rate per policy with interval whiskers",
+                    caption=figure_caption(results),
+                )
+                + _html.paragraph("The same figure as vector graphics: ucr.svg, ucr.pdf."),
+            )
+        )
+    else:
+        sections.append(
+            _html.section(
+                "figure",
+                "Figure",
+                _html.paragraph(
+                    "No figure: the report was made without the [plots] extra (matplotlib)."
+                ),
+            )
+        )
+    sections += [
+        _html.section("table3", "Table 3: single-check ablations", _html.table(t3_head, t3_body)),
+        _html.section(
+            "faults",
+            "Decisions per fault",
+            _html.table(["Policy", "Decision", *faults], by_fault, numeric_from=2),
+        ),
+        _html.section(
+            "families",
+            "Unsafe completes per task family",
+            _html.table(["Policy", *families], by_family),
+        ),
+        _html.section(
+            "localisation",
+            "ECT reason families per fault",
+            _html.table(["Fault", "Reason families"], localisation, numeric_from=2),
+        ),
+    ]
+    banners = []
+    if results.simulated:
+        banners.append(
+            "SIMULATED PROVIDER: model-path verdicts come from the deterministic simulated "
+            "provider, not from a language model; these are not the paper's Gemini numbers."
+        )
+    return _html.page(
+        title=f"Static study ({_split_name(results).lower()} grid): Tables 2 and 3, H1",
+        banners=banners,
+        meta=[provider_text(results), f"{results.tasks} tasks, {results.worlds} worlds, "
+              f"{results.faults} fault and {results.cleans} clean snapshots."],
+        sections=sections,
+    )  # fmt: skip
 
 
 def write_report(run_dir: Path) -> StaticResults:
@@ -913,10 +1133,14 @@ def write_report(run_dir: Path) -> StaticResults:
         for ext, text in rendered.items():
             texts[f"{stem}.{ext}"] = text.encode("utf-8")
     if extra_installed("matplotlib"):
-        texts["ucr.png"] = render_figure(results)
+        texts.update(render_figure(results))
     else:
-        _log.warning("static.report.no_figure", hint="install 'ect-harness[plots]' for ucr.png")
-        (run_dir / "ucr.png").unlink(missing_ok=True)  # never leave a figure of older results
+        _log.warning(
+            "static.report.no_figure", hint="install 'ect-harness[plots]' for ucr.png/.svg/.pdf"
+        )
+        for name in FIGURE_FILES:
+            (run_dir / name).unlink(missing_ok=True)  # never leave a figure of older results
+    texts["report.html"] = render_html(results, texts.get("ucr.png"))
     for name, data in texts.items():
         try:
             tmp = run_dir / (name + ".tmp")

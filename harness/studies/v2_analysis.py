@@ -27,6 +27,17 @@ Definitions (the frozen protocol; outcome flags are defined in ``v2.outcomes``):
   checkpoint derives from them) and the trust-boundary clusters (non-primary tasks).
 - Paired deltas (descriptive): ECT minus comparator per-trajectory means over primary cells of
   turns, tool calls, tokens, provider latency and cost, with task-cluster bootstrap intervals.
+- Outcomes per pipeline (descriptive, primary cells): every prespecified rate with its
+  task-cluster bootstrap interval (``confidence``, ``bootstrap_replicates``,
+  ``bootstrap_seed``; one cluster is one task): U, S, FC and R as in Table 4, and the secondary
+  outcomes *recoverable stuck* (trajectories that ended stuck while a supported completion was
+  still reachable, over all trajectories), *unsupported claims* (trajectories with at least one
+  ``complete`` proposal the gold judge did not find supported, over all trajectories; the
+  proposals themselves are counted too) and *final postcondition* (trajectories that ended
+  ``complete`` with the accepted answer equal to the oracle's, supported or not, over all
+  trajectories).
+- Per-fault and per-family strata (descriptive): Table 4's counts per pipeline over every
+  cell (primary and trust-boundary) of the tasks assigned each fault, and of each family.
 
 A cluster enters the paired inference only when both compared arms have the same number of
 trajectories in it (always, in a complete store); clusters left out are counted and named.
@@ -41,19 +52,23 @@ from typing import Final, Literal
 import msgspec
 
 from harness.analysis import BootstrapInterval, cluster_bootstrap_difference
-from harness.faults import UNSEEN_FAULTS
+from harness.faults import ALL_FAULTS, UNSEEN_FAULTS
 from harness.studies.v2.config import AnalysisParams
-from harness.studies.v2.outcomes import POLICIES, CellResult, PolicyArm
+from harness.studies.v2.outcomes import POLICIES, CellResult, CheckpointKind, PolicyArm
 
 __all__ = [
     "ANALYSIS_SCHEMA",
+    "OUTCOME_LABELS",
     "PIPELINE_LABELS",
+    "ArmOutcomes",
     "ArmRow",
     "Delta",
     "Hypothesis",
+    "Rate",
     "RecoveryGateResult",
     "V2Analysis",
     "analyze",
+    "final_postcondition",
 ]
 
 ANALYSIS_SCHEMA: Final = "harness.v2-analysis.v1"
@@ -64,6 +79,16 @@ PIPELINE_LABELS: Final[dict[PolicyArm, str]] = {
     "ect": "ECT",
 }
 TREATMENT: Final[PolicyArm] = "ect"
+OUTCOME_LABELS: Final[dict[str, str]] = {
+    "u": "Premature unsupported termination (incomplete checkpoints)",
+    "s": "Supported completion",
+    "fc": "Clean false continuation (clean checkpoints)",
+    "r": "Recovery event (incomplete checkpoints)",
+    "recoverable_stuck": "Recoverable stuck",
+    "unsupported_claims": "Unsupported claims (trajectories with one or more)",
+    "final_postcondition": "Final postcondition (accepted answer equals the oracle's)",
+}
+"""Every rate ``ArmOutcomes`` carries, by field name, with its report label."""
 
 
 class _Out(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -128,6 +153,36 @@ class RecoveryGateResult(_Out, frozen=True, kw_only=True):
     passed: bool
 
 
+class Rate(_Out, frozen=True, kw_only=True):
+    """One pipeline's rate of an outcome with its task-cluster bootstrap interval (percent)."""
+
+    events: int
+    trials: int
+    pct: float
+    low_pct: float
+    high_pct: float
+
+
+class ArmOutcomes(_Out, frozen=True, kw_only=True):
+    """One pipeline's prespecified outcomes over the primary cells, each with its interval.
+
+    ``unsupported_proposals`` / ``proposals``: every ``complete`` proposal the planner made and
+    those the gold judge did not find supported.
+    """
+
+    policy: PolicyArm
+    label: str
+    u: Rate
+    s: Rate
+    fc: Rate
+    r: Rate
+    recoverable_stuck: Rate
+    unsupported_claims: Rate
+    final_postcondition: Rate
+    proposals: int
+    unsupported_proposals: int
+
+
 class Delta(_Out, frozen=True, kw_only=True):
     """A paired per-trajectory mean difference (treatment minus comparator) and its interval."""
 
@@ -162,6 +217,9 @@ class V2Analysis(_Out, frozen=True, kw_only=True):
     unseen_by_fault: dict[str, tuple[ArmRow, ...]]
     trust_boundary: tuple[ArmRow, ...]
     deltas: tuple[Delta, ...]
+    outcomes: tuple[ArmOutcomes, ...]
+    by_fault: dict[str, tuple[ArmRow, ...]]
+    by_family: dict[str, tuple[ArmRow, ...]]
     comparator: PolicyArm
     level: float
     replicates: int
@@ -192,6 +250,11 @@ def _arm_row(policy: PolicyArm, cells: Sequence[CellResult]) -> ArmRow:
 
 def _rows(cells: Sequence[CellResult]) -> tuple[ArmRow, ...]:
     return tuple(_arm_row(policy, cells) for policy in POLICIES)
+
+
+def _fault_order(fault: str) -> tuple[int, str]:
+    order: tuple[str, ...] = ALL_FAULTS
+    return (order.index(fault) if fault in order else len(order), fault)
 
 
 class _Clusters:
@@ -368,6 +431,71 @@ def _deltas(clusters: _Clusters, p: AnalysisParams) -> tuple[Delta, ...]:
     return tuple(out)
 
 
+def final_postcondition(cell: CellResult) -> bool:
+    """The trajectory ended ``complete`` with an accepted answer equal to the oracle's."""
+    if cell.terminal != "complete":
+        return False
+    return any(s.decision == cell.terminal_decision and s.answer_correct for s in cell.steps)
+
+
+_RATES: Final[tuple[tuple[str, CheckpointKind | None, Callable[[CellResult], bool]], ...]] = (
+    ("u", "incomplete", lambda c: c.premature_unsupported_termination),
+    ("s", None, lambda c: c.supported_completion),
+    ("fc", "clean", lambda c: c.clean_false_continuation),
+    ("r", "incomplete", lambda c: c.recovery_event),
+    ("recoverable_stuck", None, lambda c: c.recoverable_stuck),
+    ("unsupported_claims", None, lambda c: c.proposals > c.supported_proposals),
+    ("final_postcondition", None, final_postcondition),
+)
+
+
+def _rate(
+    cells: Sequence[CellResult], event: Callable[[CellResult], bool], p: AnalysisParams
+) -> Rate:
+    by_task: dict[str, list[CellResult]] = defaultdict(list)
+    for cell in cells:
+        by_task[cell.task_id].append(cell)
+    tasks = sorted(by_task)
+    events = [float(sum(event(c) for c in by_task[t])) for t in tasks]
+    trials = [len(by_task[t]) for t in tasks]
+    interval = _bootstrap(events, [0.0] * len(tasks), trials, p)
+    n = sum(trials)
+    k = int(sum(events))
+    return Rate(
+        events=k,
+        trials=n,
+        pct=_pp(k / n) if n else 0.0,
+        low_pct=_pp(interval.low),
+        high_pct=_pp(interval.high),
+    )
+
+
+def _outcomes(primary: Sequence[CellResult], p: AnalysisParams) -> tuple[ArmOutcomes, ...]:
+    out = []
+    for policy in POLICIES:
+        mine = [c for c in primary if c.policy == policy]
+        rates = {
+            name: _rate([c for c in mine if kind is None or c.checkpoint == kind], event, p)
+            for name, kind, event in _RATES
+        }
+        out.append(
+            ArmOutcomes(
+                policy=policy,
+                label=PIPELINE_LABELS[policy],
+                u=rates["u"],
+                s=rates["s"],
+                fc=rates["fc"],
+                r=rates["r"],
+                recoverable_stuck=rates["recoverable_stuck"],
+                unsupported_claims=rates["unsupported_claims"],
+                final_postcondition=rates["final_postcondition"],
+                proposals=sum(c.proposals for c in mine),
+                unsupported_proposals=sum(c.proposals - c.supported_proposals for c in mine),
+            )
+        )
+    return tuple(out)
+
+
 def analyze(
     results: Sequence[CellResult], params: AnalysisParams, *, expected_cells: int
 ) -> V2Analysis:
@@ -426,6 +554,15 @@ def analyze(
         },
         trust_boundary=_rows([r for r in results if not r.primary]),
         deltas=_deltas(both, params),
+        outcomes=_outcomes(primary, params),
+        by_fault={
+            fault: _rows([r for r in results if r.fault == fault])
+            for fault in sorted({r.fault for r in results}, key=_fault_order)
+        },
+        by_family={
+            family: _rows([r for r in results if r.family == family])
+            for family in sorted({r.family for r in results})
+        },
         comparator=comparator,
         level=params.confidence,
         replicates=params.bootstrap_replicates,

@@ -47,7 +47,7 @@ from harness.lock import FileRole, decode_lock, file_digest
 from harness.privacy import Finding, credential_findings, local_findings
 from harness.safeio import MAX_READ, read_regular
 from harness.store import lock_digest, read_store
-from harness.studies.v2_report import FIGURE_FILE, REPORT_FILES, REPORT_MANIFEST, decode_manifest
+from harness.studies.v2_report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
 
 __all__ = [
     "BUNDLE_MANIFEST",
@@ -137,8 +137,8 @@ def _report_files(root: Path, report_dir: Path, head: str) -> dict[str, bytes]:
             f"(head {manifest.store.head}, the store's is {head}); run `harness v2 report`"
         )
     files = {f"report/{REPORT_MANIFEST}": manifest_bytes}
-    # The figure is there only when the report was made with the [plots] extra installed.
-    for name in (n for n in REPORT_FILES if n in manifest.files or n != FIGURE_FILE):
+    # The figures are there only when the report was made with the [plots] extra installed.
+    for name in (n for n in REPORT_FILES if n in manifest.files or n not in FIGURE_FILES):
         data = _read(report_dir / name, "report file")
         if manifest.files.get(name) != digest_bytes(Domain.REPORT_TABLE, data):
             raise ExportError(f"report file {name} in {report_dir} does not match its manifest")

@@ -8,11 +8,15 @@ to the store: change a record, the config or the lock and the report refuses or 
 
 Files written to the report directory (default ``DIR/report``), all byte-deterministic:
 
-- ``report.md``: Table 4 as in the paper, one line each for H2, H3, H4, the unseen-fault strata,
-  the trust-boundary clusters and the paired secondary deltas;
+- ``report.md``: Table 4 as in the paper, one line each for H2, H3, H4, every prespecified
+  outcome per pipeline with its task-cluster interval, the unseen-fault strata, the
+  trust-boundary clusters, the paired secondary deltas and the per-fault and per-family strata;
 - ``table4.csv``, ``table4.tex``: Table 4 alone; ``hypotheses.csv``: H2-H4;
 - ``analysis.json``: the whole ``V2Analysis`` with the store identity;
-- ``figure.png``: premature unsupported termination and supported completion per pipeline;
+- ``figure.png``, ``figure.svg``, ``figure.pdf``: premature unsupported termination and
+  supported completion per pipeline with their 95% task-cluster intervals (``[plots]`` extra);
+- ``report.html``: one self-contained page with all of the above and every committed cell's
+  transcript (``harness.studies.v2_transcript``), collapsed and filterable;
 - ``report-manifest.json``: the digest of each file above (what replay and export check).
 
 Results of the simulated provider are labelled as such in every file.
@@ -35,14 +39,29 @@ from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
 from harness.store import StoreView, read_store
 from harness.store import lock_digest as store_lock_digest
+from harness.studies import _html
+from harness.studies._figures import Bar, Panel, interval_panels
+from harness.studies.runs import frozen_rows
 from harness.studies.v2.config import V2Config, decode_config
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.pilot import pilot_label
-from harness.studies.v2_analysis import ArmRow, V2Analysis, analyze
+from harness.studies.v2_analysis import (
+    OUTCOME_LABELS,
+    ArmRow,
+    Rate,
+    V2Analysis,
+    analyze,
+)
+from harness.studies.v2_transcript import (
+    CellTranscript,
+    render_transcript,
+    transcripts_of,
+)
 
 __all__ = [
     "REPORT_DIR",
     "FIGURE_FILE",
+    "FIGURE_FILES",
     "REPORT_FILES",
     "REPORT_MANIFEST",
     "report_cells",
@@ -61,6 +80,7 @@ __all__ = [
 REPORT_DIR: Final = "report"
 REPORT_MANIFEST: Final = "report-manifest.json"
 FIGURE_FILE: Final = "figure.png"
+FIGURE_FILES: Final = ("figure.png", "figure.svg", "figure.pdf")
 """Written only with the [plots] extra installed; every other report file always."""
 REPORT_FILES: Final = (
     "report.md",
@@ -68,7 +88,8 @@ REPORT_FILES: Final = (
     "table4.tex",
     "hypotheses.csv",
     "analysis.json",
-    "figure.png",
+    "report.html",
+    *FIGURE_FILES,
 )
 _SIMULATED_NOTE: Final = (
     "SIMULATED PROVIDER: these are results of the deterministic simulated planner and critics, "
@@ -93,6 +114,8 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     environment: str = _NO_ENVIRONMENT
     provider: str = ""
     pilot: str = ""
+    models: tuple[str, ...] = ()
+    frozen_rows: int | None = None
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -117,6 +140,13 @@ class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     pilot: bool = False
     store: StoreIdentity
     files: dict[str, str]
+
+
+def _models(view: StoreView) -> tuple[str, ...]:
+    """The models the store's recorded provider attempts name, sorted."""
+    return tuple(
+        sorted({str(a.get("model")) for r in view.cells for a in r.audit if a.get("model")})
+    )
 
 
 class ReportBundle(msgspec.Struct, frozen=True, kw_only=True):
@@ -226,6 +256,8 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         provider=_provider_model(view),
         pilot="" if label is None else label.describe(),
+        models=_models(view),
+        frozen_rows=frozen_rows(base),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
@@ -235,7 +267,8 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     document = ReportDocument(
         partial=partial, pilot=label is not None, store=identity, analysis=analysis
     )
-    return ReportBundle(document=document, files=render_files(document))
+    cells = transcripts_of(base, view.cells, config_path)
+    return ReportBundle(document=document, files=render_files(document, cells))
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -300,12 +333,85 @@ def _hypothesis_lines(a: V2Analysis) -> list[str]:
     return lines
 
 
+def _rate_text(r: Rate) -> str:
+    return f"{r.events}/{r.trials} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
+
+
+def outcome_table(a: V2Analysis) -> tuple[list[str], list[list[str]]]:
+    """Every prespecified outcome (rows) per pipeline (columns), with intervals."""
+    header = ["Outcome", *(o.label for o in a.outcomes)]
+    body = [
+        [label, *(_rate_text(getattr(o, name)) for o in a.outcomes)]
+        for name, label in OUTCOME_LABELS.items()
+    ]
+    body.append(
+        [
+            "Unsupported completion proposals / all proposals",
+            *(f"{o.unsupported_proposals}/{o.proposals}" for o in a.outcomes),
+        ]
+    )
+    return header, body
+
+
+def strata_table(
+    strata: dict[str, tuple[ArmRow, ...]], name: str
+) -> tuple[list[str], list[list[str]]]:
+    """One row per stratum and pipeline: trajectories and Table 4's counts with denominators."""
+    header = [name, "Pipeline", "Trajectories", "U", "S", "FC", "R", "Turns", "Calls"]
+    body = [
+        [
+            key,
+            row.label,
+            str(row.trajectories),
+            f"{row.u}/{row.u_n}",
+            f"{row.s}/{row.s_n}",
+            f"{row.fc}/{row.fc_n}",
+            f"{row.r}/{row.r_n}",
+            f"{row.turns:.2f}",
+            f"{row.calls:.2f}",
+        ]
+        for key, rows in strata.items()
+        for row in rows
+    ]
+    return header, body
+
+
+def _md(header: list[str], body: list[list[str]], text_columns: int = 1) -> list[str]:
+    align = ["---"] * text_columns + ["---:"] * (len(header) - text_columns)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in body]
+
+
+def provider_text(document: ReportDocument) -> str:
+    """Who produced the data: provider and model, and whether it is a simulation."""
+    a, models = document.analysis, document.store.models
+    model = ", ".join(models) or "not recorded"
+    if a.simulated:
+        return (
+            f"Provider: {a.provider} (deterministic simulated planner and critics, not a "
+            f"language model); model: {model}; SIMULATED DATA"
+        )
+    return f"Provider: {a.provider}; model: {model}"
+
+
+def figure_caption(document: ReportDocument) -> str:
+    """The figure's caption: what is drawn, the intervals, and who produced the data."""
+    a = document.analysis
+    return (
+        f"Premature unsupported termination (incomplete checkpoints) and supported completion "
+        f"(both checkpoints) per pipeline over {a.primary_clusters} primary task clusters; "
+        f"whiskers are {100 * a.level:g}% task-cluster bootstrap intervals "
+        f"({a.replicates:,} replicates, seed {a.seed}); labels give events/trajectories. "
+        f"{provider_text(document)}."
+    )
+
+
 def render_markdown(document: ReportDocument) -> bytes:
     """``report.md``."""
     a, s = document.analysis, document.store
     out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", ""]
-    if document.store.provider:
-        out += [f"Provider: {document.store.provider}.", ""]
+    # Older stores bind no identity in their genesis: name the provider their results carry.
+    out += [f"Provider: {document.store.provider or a.provider}.", ""]
     if document.partial:
         out += [
             f"**PARTIAL REPORT: made at {document.store.cells} of "
@@ -321,9 +427,15 @@ def render_markdown(document: ReportDocument) -> bytes:
         ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
+    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+        out += [
+            f"**PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
+            "frozen schedule; it is not the study.**",
+            "",
+        ]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
     out += [
-        f"Provider: {a.provider}. Store: {s.cells}/{s.schedule_rows} cells ({status}), "
+        f"Store: {s.cells}/{s.schedule_rows} cells ({status}), "
         f"head {s.head}, manifest {s.manifest_digest or 'none (not finalized)'}.",
         "",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
@@ -381,6 +493,27 @@ def render_markdown(document: ReportDocument) -> bytes:
             f"[{d.low:.{digits}f}, {d.high:.{digits}f}] |"
         )
     out += ["", "These secondary estimates are descriptive and are not efficiency claims.", ""]
+    out += [
+        f"## Outcomes per pipeline (primary cells; {100 * a.level:g}% task-cluster intervals)",
+        "",
+        *_md(*outcome_table(a)),
+        "",
+        "Each cell: events/trajectories (rate [interval]). Recoverable stuck: ended stuck while "
+        "a supported completion was still reachable. Unsupported claims: trajectories with a "
+        "complete proposal the gold judge did not find supported. Final postcondition: ended "
+        "complete with the accepted answer equal to the oracle's. Descriptive.",
+        "",
+        "## Per-fault strata (every cell of the tasks assigned each fault; descriptive)",
+        "",
+        *_md(*strata_table(a.by_fault, "Fault"), text_columns=2),
+        "",
+        "## Per-family strata (descriptive)",
+        "",
+        *_md(*strata_table(a.by_family, "Family"), text_columns=2),
+        "",
+        f"Figure: {figure_caption(document)}",
+        "",
+    ]
     return "\n".join(out).encode()
 
 
@@ -462,46 +595,221 @@ def render_table4_tex(a: V2Analysis, pilot: str = "") -> bytes:
     return "\n".join(lines).encode()
 
 
-def render_figure(a: V2Analysis, pilot: str = "") -> bytes:
-    """``figure.png``: U and S rates per pipeline, counts on the bars."""
-    require_extra("matplotlib", "plots", "the V2 report's figure (figure.png)")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def _bars(a: V2Analysis, name: str) -> list[Bar]:
+    bars = []
+    for o in a.outcomes:
+        r: Rate = getattr(o, name)
+        bars.append(
+            Bar(
+                label=o.label,
+                pct=r.pct,
+                low=r.low_pct,
+                high=r.high_pct,
+                events=r.events,
+                trials=r.trials,
+                treatment=o.policy == "ect",
+            )
+        )
+    return bars
 
-    rows = list(reversed(a.table4))
-    labels = [row.label for row in rows]
-    figure = Figure(figsize=(8.0, 3.2), dpi=150)
-    FigureCanvasAgg(figure)
-    panels: list[tuple[str, list[int], list[int]]] = [
-        ("Premature unsupported termination (%)", [r.u for r in rows], [r.u_n for r in rows]),
-        ("Supported completion (%)", [r.s for r in rows], [r.s_n for r in rows]),
-    ]
-    for index, (title, counts, totals) in enumerate(panels, start=1):
-        axes = figure.add_subplot(1, 2, index)
-        rates = [100 * c / n if n else 0.0 for c, n in zip(counts, totals, strict=True)]
-        colours = ["#b2182b" if row.policy == "ect" else "#4d4d4d" for row in rows]
-        axes.barh(labels, rates, color=colours, height=0.6)
-        for y, (rate, c, n) in enumerate(zip(rates, counts, totals, strict=True)):
-            axes.text(min(rate + 2, 100), y, f"{c}/{n}", va="center", fontsize=7)
-        axes.set_xlim(0, 115)
-        axes.set_xlabel(title, fontsize=8)
-        axes.tick_params(labelsize=8)
-        if index == 2:
-            axes.set_yticklabels([])
+
+def render_figures(document: ReportDocument) -> dict[str, bytes]:
+    """``figure.png|svg|pdf``: U and S per pipeline with their task-cluster intervals."""
+    require_extra("matplotlib", "plots", "the V2 report's figures (figure.png, .svg, .pdf)")
+    a = document.analysis
     title = f"V2 closed loop, {a.primary_clusters} primary task clusters"
     if a.simulated:
-        title += " (simulated provider, not an LLM)"
-    if pilot:
-        title += f" - {pilot.split(' (', 1)[0]}"
-    figure.suptitle(title, fontsize=9)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+        title += " (SIMULATED provider, not an LLM)"
+    if document.pilot:
+        title += f" - {document.store.pilot.split(' (', 1)[0]}"
+    drawn = interval_panels(
+        [
+            Panel("Premature unsupported termination (%)", _bars(a, "u")),
+            Panel("Supported completion (%)", _bars(a, "s")),
+        ],
+        title=title,
+        caption=figure_caption(document),
+    )
+    return {f"figure.{fmt}": data for fmt, data in drawn.items()}
 
 
-def render_files(document: ReportDocument) -> dict[str, bytes]:
-    """Every report file's bytes, the manifest last."""
+def _html_rows(header: list[str], body: list[list[str]]) -> str:
+    return _html.table(header, body)
+
+
+def render_html(
+    document: ReportDocument, cells: list[CellTranscript], figures: dict[str, bytes]
+) -> bytes:
+    """``report.html``: every table, the figure and every cell's transcript on one page."""
+    a, s = document.analysis, document.store
+    banners = []
+    if a.simulated:
+        banners.append(_SIMULATED_NOTE)
+    if document.pilot:
+        banners.append(f"{s.pilot}: a subset of the schedule; no hypothesis verdict is given.")
+    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+        banners.append(
+            f"PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
+            "frozen schedule; it is not the study."
+        )
+    if not a.complete or s.manifest_digest is None:
+        banners.append(
+            f"INCOMPLETE OR NOT FINALIZED: {s.cells} of {s.schedule_rows} cells committed, "
+            f"manifest {s.manifest_digest or 'none'}; these numbers are not the study's result."
+        )
+    meta = [
+        provider_text(document),
+        f"Store: {s.cells}/{s.schedule_rows} cells, head {s.head}, manifest "
+        f"{s.manifest_digest or 'none (not finalized)'}.",
+        f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
+        f"Environment (from the lock): {s.environment}.",
+    ]
+    rates = {o.policy: o for o in a.outcomes}
+
+    def with_interval(count: int, r: Rate) -> str:
+        return f"{count} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
+
+    t4 = [_columns(a.table4)] + [
+        [
+            row.label,
+            with_interval(row.u, rates[row.policy].u),
+            with_interval(row.s, rates[row.policy].s),
+            with_interval(row.fc, rates[row.policy].fc),
+            with_interval(row.r, rates[row.policy].r),
+            f"{row.turns:.2f}",
+            f"{row.calls:.2f}",
+        ]
+        for row in a.table4
+    ]
+    sections = [
+        _html.section(
+            "table4",
+            "Table 4",
+            _html.table(t4[0], t4[1:], highlight=[r.policy == "ect" for r in a.table4])
+            + _html.paragraph(
+                f"Confirmatory scope: {a.primary_clusters} primary task clusters, "
+                f"{a.primary_trajectories} trajectories; excluded trust-boundary clusters: "
+                f"{', '.join(a.excluded_clusters) or 'none'}. U: premature unsupported "
+                "termination on incomplete checkpoints; S: supported completion over both "
+                "checkpoints; FC: clean false continuation; R: recovery event. Each count is "
+                f"followed by its rate and {100 * a.level:g}% task-cluster interval. Turns and "
+                "Calls are per-trajectory means."
+            ),
+        ),
+        _html.section(
+            "hypotheses",
+            "Hypotheses H2-H4",
+            _html.paragraph("None: a pilot is not the study.")
+            if document.pilot
+            else "".join(_html.paragraph(line) for line in _hypothesis_lines(a)),
+        ),
+        _html.section(
+            "outcomes",
+            f"Outcomes per pipeline ({100 * a.level:g}% task-cluster intervals)",
+            _html_rows(*outcome_table(a))
+            + _html.paragraph(
+                "Each cell: events/trajectories (rate [interval]) over primary cells. "
+                "Descriptive except U and S, whose paired differences H2 and H3 test."
+            ),
+        ),
+    ]
+    if FIGURE_FILE in figures:
+        sections.append(
+            _html.section(
+                "figure",
+                "Figure",
+                _html.figure(
+                    figures[FIGURE_FILE],
+                    alt="Bar charts of premature unsupported termination and supported "
+                    "completion per pipeline with interval whiskers",
+                    caption=figure_caption(document),
+                )
+                + _html.paragraph("The same figure as vector graphics: figure.svg, figure.pdf."),
+            )
+        )
+    else:
+        sections.append(
+            _html.section(
+                "figure",
+                "Figure",
+                _html.paragraph(
+                    "No figure: the report was made without the [plots] extra (matplotlib)."
+                ),
+            )
+        )
+    deltas = [
+        [
+            f"{d.metric} ({d.unit})",
+            f"{d.treatment_mean:.5f}" if d.unit == "USD" else f"{d.treatment_mean:.3f}",
+            f"{d.comparator_mean:.5f}" if d.unit == "USD" else f"{d.comparator_mean:.3f}",
+            f"{d.estimate:.5f}" if d.unit == "USD" else f"{d.estimate:.3f}",
+            f"[{d.low:.5f}, {d.high:.5f}]" if d.unit == "USD" else f"[{d.low:.3f}, {d.high:.3f}]",
+        ]
+        for d in a.deltas
+    ]
+    unseen = [_columns(a.unseen), *(_cells(row) for row in a.unseen)]
+    trust = [_columns(a.trust_boundary), *(_cells(row) for row in a.trust_boundary)]
+    sections += [
+        _html.section(
+            "faults",
+            "Per-fault strata",
+            _html.table(*strata_table(a.by_fault, "Fault"), numeric_from=2),
+        ),
+        _html.section(
+            "families",
+            "Per-family strata",
+            _html.table(*strata_table(a.by_family, "Family"), numeric_from=2),
+        ),
+        _html.section(
+            "unseen",
+            f"Unseen-fault strata ({', '.join(a.unseen_faults) or 'none'})",
+            _html.table(unseen[0], unseen[1:]),
+        ),
+        _html.section(
+            "trust",
+            "Trust-boundary clusters (T1; excluded from the confirmatory analysis)",
+            _html.table(trust[0], trust[1:]),
+        ),
+        _html.section(
+            "deltas",
+            f"Paired secondary deltas (ECT minus {a.comparator})",
+            _html.table(["Metric", "ECT mean", "Comparator mean", "Difference", "Interval"], deltas)
+            + _html.paragraph("Descriptive; not efficiency claims."),
+        ),
+    ]
+    cells_html = [
+        _html.Cell(
+            summary=f"{t.cell_id} - {t.outcome} - fault {t.result['fault']}",
+            attributes={
+                "pipeline": str(t.result["policy"]),
+                "outcome": t.outcome,
+                "fault": str(t.result["fault"]),
+            },
+            text=render_transcript(t),
+        )
+        for t in cells
+    ]
+    filters = [
+        _html.Filter(
+            "pipeline", "Pipeline", sorted({c.attributes["pipeline"] for c in cells_html})
+        ),
+        _html.Filter("outcome", "Outcome", sorted({c.attributes["outcome"] for c in cells_html})),
+        _html.Filter("fault", "Fault", sorted({c.attributes["fault"] for c in cells_html})),
+    ]
+    return _html.page(
+        title="V2 closed-loop study: Table 4 and hypotheses H2-H4",
+        banners=banners,
+        meta=meta,
+        sections=sections,
+        filters=filters,
+        cells=cells_html,
+    )
+
+
+def render_files(
+    document: ReportDocument, cells: list[CellTranscript] | None = None
+) -> dict[str, bytes]:
+    """Every report file's bytes, the manifest last (``cells``: the transcripts for the page)."""
     a = document.analysis
     pilot = document.store.pilot if document.pilot else ""
     plain = msgspec.to_builtins(document)
@@ -515,10 +823,15 @@ def render_files(document: ReportDocument) -> dict[str, bytes]:
         "hypotheses.csv": render_hypotheses_csv(a, pilot),
         "analysis.json": msgspec.json.format(canonical_bytes(plain), indent=2) + b"\n",
     }
+    figures: dict[str, bytes] = {}
     if extra_installed("matplotlib"):
-        files[FIGURE_FILE] = render_figure(a, pilot)
+        figures = render_figures(document)
     else:
-        _log.warning("v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png")
+        _log.warning(
+            "v2.report.no_figure", hint="install 'ect-harness[plots]' for figure.png/.svg/.pdf"
+        )
+    files["report.html"] = render_html(document, list(cells or ()), figures)
+    files.update(figures)
     manifest = ReportManifest(
         partial=document.partial,
         pilot=document.pilot,
@@ -538,8 +851,9 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
     written = []
     try:
         out.mkdir(parents=True, exist_ok=True)
-        if FIGURE_FILE not in bundle.files:
-            (out / FIGURE_FILE).unlink(missing_ok=True)  # never a figure of older results
+        for name in FIGURE_FILES:
+            if name not in bundle.files:
+                (out / name).unlink(missing_ok=True)  # never a figure of older results
         for name, data in bundle.files.items():
             path = out / name
             tmp = out / f".{name}.tmp"

@@ -74,15 +74,17 @@ def test_v2_report_without_plots_writes_every_file_but_the_figure(tmp_path: Path
     store = synthetic_store(tmp_path / "run")
     out = tmp_path / "out"
     out.mkdir()
-    (out / "figure.png").write_bytes(b"a figure of older results")
+    for name in ("figure.png", "figure.svg", "figure.pdf"):
+        (out / name).write_bytes(b"a figure of older results")
     done = _run("matplotlib", "v2", "report", str(store), "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "install 'ect-harness[plots]' for figure.png" in done.stderr
     names = sorted(p.name for p in out.iterdir())
     tables = ["report.md", "table4.csv", "table4.tex", "hypotheses.csv", "analysis.json"]
-    assert names == sorted([*tables, "report-manifest.json"])
+    assert names == sorted([*tables, "report.html", "report-manifest.json"])
     manifest = json.loads((out / "report-manifest.json").read_text())
-    assert "figure.png" not in manifest["files"]
+    assert not {"figure.png", "figure.svg", "figure.pdf"} & set(manifest["files"])
+    assert "without the [plots] extra" in (out / "report.html").read_text()
 
 
 def test_static_report_without_plots_writes_every_table(tmp_path: Path) -> None:

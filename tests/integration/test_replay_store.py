@@ -55,14 +55,19 @@ def test_replay_reproduces_every_cell_and_table(run: Path) -> None:
         "table4.tex",
         "hypotheses.csv",
         "analysis.json",
+        "report.html",
         "figure.png",
+        "figure.svg",
+        "figure.pdf",
         "report-manifest.json",
     )
     assert report.mismatches == report.table_mismatches == report.not_replayable == ()
     assert render_replay(report).endswith("replay passed")
 
 
-@pytest.mark.parametrize("name", ["table4.csv", "report.md", "figure.png"])
+@pytest.mark.parametrize(
+    "name", ["table4.csv", "report.md", "figure.png", "figure.svg", "figure.pdf", "report.html"]
+)
 def test_replay_detects_a_tampered_table(copy: Path, name: str) -> None:
     path = copy / "report" / name
     data = bytearray(path.read_bytes())

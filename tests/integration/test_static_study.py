@@ -201,6 +201,35 @@ def test_report_numbers_match_a_plain_recount_of_the_records(
         assert ablation.effect == counts[f"ect-no-{ablation.ablation}"] - counts["ect"]
 
 
+def test_unsupported_claims_accepted_match_a_recount(run_dir: Path, results: StaticResults) -> None:
+    records = _records(run_dir)
+    claim_faults = {"F1", "F2", "F3", "F4", "F5", "F6", "F7"}
+    assert [u.policy for u in results.unsupported_claims] == [r.policy for r in results.rows]
+    for u in results.unsupported_claims:
+        mine = [r for r in records if r["policy"] == u.policy and r["fault"] in claim_faults]
+        accepted = [r for r in mine if r["decision"] == "complete"]
+        assert (u.accepted, u.claims) == (len(accepted), len(mine))
+        assert u.by_fault == {
+            f: sum(r["fault"] == f for r in accepted) for f in sorted(claim_faults)
+        }
+        assert u.low_pct - 1e-9 <= u.pct <= u.high_pct + 1e-9
+    by_policy = {u.policy: u for u in results.unsupported_claims}
+    assert by_policy["ect"].accepted == 0
+    assert by_policy["critic_core"].accepted == by_policy["critic_core"].claims == 252
+    write_report(run_dir)
+    text = (run_dir / "endpoints.md").read_text()
+    assert (
+        "## Unsupported claims accepted (F1-F7 snapshots completed; 95% task-cluster interval)"
+        in text
+    )
+    assert "| ECT | 0/252 | 0.0 | [0.0, 0.0] | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in text
+    page = (run_dir / "report.html").read_text()
+    assert "Unsupported claims accepted" in page
+    assert "SIMULATED PROVIDER" in page
+    assert (run_dir / "ucr.svg").read_bytes().lstrip().startswith(b"<?xml")
+    assert (run_dir / "ucr.pdf").read_bytes().startswith(b"%PDF-")
+
+
 def test_simulated_full_trace_row_is_labelled_everywhere(run_dir: Path) -> None:
     write_report(run_dir)
     for name in ("table2.md", "table2.csv", "table2.tex", "endpoints.md"):

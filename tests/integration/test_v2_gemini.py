@@ -132,3 +132,20 @@ def test_v2_cell_through_gemini_is_audited_and_accepted_by_ect(tmp_path: Path) -
     for path in store.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+    # The cell reads back from the store: the model's replies come from their blobs.
+    from harness.studies.v2_transcript import render_transcript, transcripts_of
+
+    (shown,) = transcripts_of(store, [record], None)
+    first, unusable, last = shown.decisions
+    assert first.message == "Fetching the missing value."
+    assert [(a.attempt_index, a.status) for a in first.attempts] == [
+        (0, "failed"),
+        (1, "succeeded"),
+    ]
+    assert first.call is not None
+    assert first.call.receipt_ids == result.steps[0].receipts
+    assert unusable.planner_failure == "schema_mismatch"
+    assert last.answer == dict(task.gold)
+    assert last.certificate == msgspec.json.decode(msgspec.json.encode(certificate))
+    assert (last.verdict, last.supported) == ("complete", True)
+    assert "  gold judge: supported, answer correct" in render_transcript(shown).splitlines()

@@ -46,7 +46,8 @@ def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
     # The frozen gate: >= 10% recovered and >= 75% of those completed; here 2/2 and 1/2.
     assert "2/2 recovered (100.00%" in h4
     assert "1/2 then completed with support (50.00%); FAIL" in h4
-    assert "SIMULATED PROVIDER" in lines[2]
+    assert lines[2] == "Provider: simulated."  # named first, also for a store without identity
+    assert "SIMULATED PROVIDER" in lines[4]
     assert "## Unseen-fault strata (U1; descriptive)" in lines
     assert any(line.startswith("## Trust-boundary clusters") for line in lines)
     assert "| turns (decisions) | 2.000 | 1.000 | 1.000 | [1.000, 1.000] |" in lines
@@ -120,6 +121,6 @@ def test_v2_report_cli_prints_table4_and_writes_files(store: Path, tmp_path: Pat
     result = CliRunner().invoke(main, ["v2", "report", str(store), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 |" in result.stdout
-    assert f"wrote 7 files to {out}" in result.stderr
+    assert f"wrote 10 files to {out}" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted([*REPORT_FILES, "report-manifest.json"])
     assert (out / "table4.csv").read_bytes() == (store / "report" / "table4.csv").read_bytes()

@@ -166,7 +166,7 @@ def test_two_kills_stop_the_cli_run_unfinalized_and_resume_continues(
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: the sandboxed child of tool call "), last
     assert "killed twice by a signal the harness did not send" in last
-    assert last.endswith("`harness v2 resume`")
+    assert last.endswith(f"; continue with `harness v2 resume {store} --lock {lock}`")
     assert len(killer.killed) >= 2
     # Committed cells stay, the cell in flight is not among them, the store is not finalized.
     stopped = verify_store(store)

@@ -22,6 +22,8 @@ from harness.providers.selection import (
     provider_options,
     resume_provider_options,
 )
+from harness.store import VerifyStatus
+from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.study import (
     Outcome,
     default_store_dir,
@@ -189,9 +191,12 @@ def resume_cmd(
 @click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the per-pipeline counts as JSON.")
 def status_cmd(store_dir: Path, as_json: bool) -> None:
-    """Verification state, committed cells and per-pipeline outcome counts so far."""
+    """Verification state, committed cells and per-pipeline outcome counts so far.
+
+    Exit 0, or 5 when a live writer holds the store (the counts are its committed snapshot).
+    """
+    results, view = read_results(store_dir)
     if as_json:
-        results, view = read_results(store_dir)
         doc = {
             "store": str(store_dir),
             "status": view.report.status.value,
@@ -205,6 +210,9 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "pipelines": summary_rows(results),
         }
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
-        return
-    for line in status_lines(store_dir):
-        click.echo(line)
+    else:
+        for line in status_lines(store_dir, read=(results, view)):
+            click.echo(line)
+    if view.report.status is VerifyStatus.IN_PROGRESS:
+        sys.stdout.flush()
+        sys.exit(EXIT_IN_PROGRESS)

@@ -124,7 +124,7 @@ class SandboxTools:
             raise ToolChildKilledError(
                 f"the sandboxed child of tool call {tool_id!r} was killed twice by a signal the "
                 f"harness did not send ({result.error}); the cell in flight was dropped "
-                "uncommitted: find what kills processes on this host, then `harness v2 resume`"
+                "uncommitted: find what kills processes on this host"
             )
         return result
 

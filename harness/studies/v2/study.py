@@ -42,7 +42,13 @@ from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
-from harness.errors import ProviderOutageError, RunStoppedError, StudyReportError, V2StudyError
+from harness.errors import (
+    ProviderOutageError,
+    RunStoppedError,
+    StudyReportError,
+    ToolChildKilledError,
+    V2StudyError,
+)
 from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
@@ -390,15 +396,22 @@ def execute(
                 if show_progress
                 else None
             )
-            ran = run_rows(
-                writer,
-                inputs,
-                provider,
-                SandboxTools(backend, timeout_s=config.tool_timeout_s),
-                progress=progress,
-                first_blobs=(preflight_blob,),
-                max_cells=max_cells,
-            )
+            try:
+                ran = run_rows(
+                    writer,
+                    inputs,
+                    provider,
+                    SandboxTools(backend, timeout_s=config.tool_timeout_s),
+                    progress=progress,
+                    first_blobs=(preflight_blob,),
+                    max_cells=max_cells,
+                )
+            except* ToolChildKilledError as killed:
+                # The loop cannot know the command; the stop message must name it exactly.
+                again = resume_command(store_dir, selection, lock_path)
+                raise ToolChildKilledError(
+                    f"{killed.exceptions[0]}; continue with `{again}`"
+                ) from None
         finally:
             writer.close()
     finally:
@@ -618,14 +631,17 @@ def provider_line(view: StoreView, results: Sequence[CellResult] = ()) -> str:
     return f"provider: {results[0].provider if results else 'unknown'}, model unknown"
 
 
-def status_lines(store_dir: Path) -> list[str]:
-    """The status of a V2 store, one line each (see the module docstring).
+def status_lines(
+    store_dir: Path, *, read: tuple[list[CellResult], StoreView] | None = None
+) -> list[str]:
+    """The status of a V2 store, one line each (see the module docstring); ``read`` is what
+    ``read_results`` returned, when the caller already read the store.
 
     Raises:
         StoreNotFoundError: no store there.
         V2StudyError: the store holds something other than V2 cell results.
     """
-    results, view = read_results(store_dir)
+    results, view = read if read is not None else read_results(store_dir)
     report = view.report
     label = None if view.genesis is None else pilot_label(view.genesis.identity)
     lines = [

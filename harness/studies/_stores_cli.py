@@ -1,0 +1,61 @@
+"""``harness stores [DIR]``: list the run stores and static runs under ``stores/`` (or DIR).
+
+Thin: ``harness.studies.runs.list_runs`` finds and describes them; this prints a table or JSON.
+A missing or unreadable DIR is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from harness.errors import InputError
+
+__all__ = ["stores_cmd"]
+
+
+@click.command("stores")
+@click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def stores_cmd(directory: Path | None, as_json: bool) -> None:
+    """List run stores: id, study, provider and model, cells, state, last write (UTC).
+
+    States: in progress, interrupted, finalized, pilot, damaged. Exit 2 when DIR is not a
+    readable directory.
+    """
+    from harness.studies.runs import list_runs
+
+    parent = directory if directory is not None else Path("stores")
+    if not parent.is_dir():
+        raise InputError(f"{str(parent)!r} is not a directory of run stores")
+    try:
+        entries = list_runs(parent)
+    except OSError as e:
+        raise InputError(f"cannot list {str(parent)!r}: {e.strerror}") from e
+    if as_json:
+        data = msgspec.json.encode({"directory": str(parent), "runs": entries}, order="sorted")
+        sys.stdout.buffer.write(msgspec.json.format(data, indent=2) + b"\n")
+        sys.stdout.flush()
+        return
+    if not entries:
+        click.echo(f"no run stores under {parent}")
+        return
+    header = ("ID", "STUDY", "PROVIDER", "MODEL", "CELLS", "STATE", "LAST WRITE (UTC)")
+    rows = [
+        (
+            e.id,
+            e.study,
+            e.provider,
+            e.model,
+            f"{e.cells}/{e.expected if e.expected is not None else '?'}",
+            e.state,
+            e.last_write or "-",
+        )
+        for e in entries
+    ]
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
