@@ -120,12 +120,13 @@ class ArmProfile:
 
 # Measured on the simulated run of the full schedule (576 cells) with
 # `scripts/bench_concurrency.py --profile`; tokens are the simulated provider's estimate from
-# text length (characters / chars_per_token), i.e. the request sizes a real model would see.
+# text length (characters / chars_per_token), i.e. the request sizes a real model would see;
+# output tokens include thinking tokens (none in the simulation).
 SIMULATED_PROFILE: Final[dict[str, ArmProfile]] = {
-    "critic": ArmProfile((1, 3.0, 8), (800, 4000.0, 20000), (40, 200.0, 1000)),
-    "controller": ArmProfile((1, 3.0, 8), (800, 4000.0, 20000), (40, 200.0, 1000)),
-    "full_trace": ArmProfile((1, 3.0, 8), (800, 4000.0, 20000), (40, 200.0, 1000)),
-    "ect": ArmProfile((1, 3.0, 8), (800, 4000.0, 20000), (40, 200.0, 1000)),
+    "critic": ArmProfile((1, 1.3, 4), (2003, 3577.2, 9859), (42, 276.2, 526)),
+    "controller": ArmProfile((1, 1.3, 4), (2003, 3690.0, 14166), (86, 276.9, 641)),
+    "full_trace": ArmProfile((2, 2.6, 8), (2699, 5514.2, 19841), (201, 338.1, 1335)),
+    "ect": ArmProfile((1, 2.1, 4), (2074, 6561.3, 20221), (216, 453.3, 1236)),
 }
 
 
