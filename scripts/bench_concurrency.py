@@ -95,6 +95,17 @@ def _outcomes(store: Path) -> list[tuple[Any, ...]]:
     return out
 
 
+def _difference(rows: list[bytes], reference: list[bytes]) -> str:
+    """Which cells and fields differ (the first few)."""
+    out = []
+    for mine, theirs in zip(rows, reference, strict=False):
+        if mine != theirs:
+            a, b = msgspec.json.decode(mine), msgspec.json.decode(theirs)
+            fields = sorted(k for k in a if a[k] != b.get(k))
+            out.append(f"{a['cell_id']}: {', '.join(fields[:4])}")
+    return f" ({len(out)} cells; {'; '.join(out[:2])})"
+
+
 def _rows(store: Path) -> list[bytes]:
     out = []
     for record in read_store(store).cells:
@@ -239,6 +250,8 @@ def main() -> int:
                     shown = f"{full / rate:.1f} (extrapolated from {run.cells} cells)"
                 whole = run.extrapolated or len(run.rows) == len(reference)
                 same = "same" if whole and run.rows == reference[: len(run.rows)] else "DIFFER"
+                if same == "DIFFER":
+                    same += _difference(run.rows, reference)
                 print(
                     f"| loopback {latency:g} ms N={n} | {run.cells} | {shown} | {rate:.2f} | "
                     f"{run.command_s:.1f} | {run.rss_mib:.0f} | "

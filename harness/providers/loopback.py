@@ -304,6 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Many cells in flight open connections in bursts (one per request); the stdlib's backlog
+    # of 5 would refuse some of them, which the client sees as a transport failure.
+    request_queue_size = 256
     state: _State
 
 

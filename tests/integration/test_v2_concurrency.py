@@ -20,6 +20,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ from harness.cli import main
 from harness.lock import project_root, write_lock
 from harness.providers.audit import AttemptIntent
 from harness.providers.kinds import ProviderName, Role
-from harness.providers.loopback import FakeGemini, RecordedRequest
+from harness.providers.loopback import Answer, FakeGemini, RecordedRequest, error
 from harness.providers.loopback_sim import SimulatedResponder
 from harness.sandbox import open_backend
 from harness.store import RunStore, VerifyStatus, read_store, verify_store
@@ -203,6 +204,79 @@ def test_gemini_loopback_outcome_rows_equal_at_n1_and_n4(
         log = [json.loads(line) for line in (store / "run.log").read_text().splitlines()]
         assert [entry["max_cells"] for entry in log] == [n]
     assert results[4] == results[1]
+
+
+class _Outage:
+    """The loopback responder until ``after`` requests, then a 429 quota error while down."""
+
+    def __init__(self, after: int) -> None:
+        self._inner = SimulatedResponder(config().generation_config)
+        self._after = after
+        self._count = 0
+        self._lock = threading.Lock()
+        self.down = True
+
+    def __call__(self, request: RecordedRequest) -> Answer:
+        with self._lock:
+            self._count += 1
+            failing = self.down and self._count > self._after
+        if failing:
+            return error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted.")
+        return self._inner(request)
+
+
+def test_breaker_with_n4_loses_only_uncommitted_cells_and_resume_matches(
+    tmp_path: Path, lock: Path, loopback: FakeGemini
+) -> None:
+    reference = tmp_path / "reference"
+    assert _loopback_run(reference, lock, loopback, "--limit", "24").exit_code == 0
+    outage = _Outage(after=20)
+    store = tmp_path / "store"
+    with FakeGemini(responder=outage, record=False) as fake:
+        result = _loopback_run(store, lock, fake, "--limit", "24", "--max-cells", "4")
+        assert result.exit_code == 75, result.output
+        line = _one_line_error(result)
+        assert line.startswith("error: provider outage: ")
+        assert "RESOURCE_EXHAUSTED" in line
+        stopped = verify_store(store)
+        assert stopped.status is not VerifyStatus.TAMPER
+        assert not stopped.finalized
+        assert 0 < stopped.cells < 24
+        assert (store / "staging.log").exists()  # the dropped cells' attempts, for resume
+        outage.down = False
+        os.environ[KEY_ENV] = "loopback-key-0123456789"
+        try:
+            again = _invoke(
+                "-q", "v2", "resume", str(store), "--lock", str(lock),
+                "--credential-env", KEY_ENV, "--max-cells", "2",
+            )  # fmt: skip
+        finally:
+            os.environ.pop(KEY_ENV, None)
+        assert again.exit_code == 0, again.output
+    view = read_store(store)
+    assert view.report.finalized
+    orphaned = [a for c in view.cells for a in c.attempts if a.orphaned]
+    assert orphaned  # the attempts of the dropped cells are bound, not hidden
+
+    def rows(root: Path) -> list[bytes]:
+        results = [msgspec.convert(c.result, CellResult) for c in read_store(root).cells]
+        return [
+            canonical_bytes(msgspec.structs.replace(r, provider_latency_ms=0.0)) for r in results
+        ]
+
+    resumed = rows(store)
+    expected = rows(reference)
+    # Every cell none of whose attempts met the 429 is the uninterrupted run's cell; a cell
+    # that met it but still had an answer is committed with that failure in its denominator
+    # (at most the N = 4 cells in flight when the quota ran out).
+    assert len(resumed) == len(expected) == 24
+    hit = [
+        any(entry.get("failure_kind") == "rate_limited" for entry in c.audit) for c in view.cells
+    ]
+    assert sum(hit) <= 4
+    assert [r for r, h in zip(resumed, hit, strict=True) if not h] == [
+        e for e, h in zip(expected, hit, strict=True) if not h
+    ]
 
 
 def test_loopback_answers_depend_on_the_request_bytes_alone() -> None:
