@@ -7,6 +7,7 @@ Kept under its old name so the tests read ``from providers_fake_gemini import Fa
 from __future__ import annotations
 
 from harness.providers.loopback import (
+    DEFAULT_USAGE,
     Answer,
     FakeGemini,
     RecordedRequest,
@@ -25,6 +26,7 @@ from harness.providers.loopback import (
 )
 
 __all__ = [
+    "DEFAULT_USAGE",
     "Answer",
     "FakeGemini",
     "RecordedRequest",
