@@ -356,7 +356,9 @@ def execute(
         stream.write(label.describe() + "\n")
     if selection.provider is not ProviderName.SIMULATED:
         begun = (existing_cells(store_dir) or 0) if resume else 0
-        _announce_cost(rows[begun:], config, stream, max_cells, confirm, store_dir.name)
+        _announce_cost(
+            rows[begun:], config, stream, max_cells, confirm, store_dir.name, show_progress
+        )
     lock_bytes = _read_lock(lock)
     backend = open_backend()
     probe = _Probe(selection, config)
@@ -482,8 +484,10 @@ def _announce_cost(
     max_cells: int,
     confirm: Callable[[Sequence[str]], bool] | None,
     name: str,
+    show: bool,
 ) -> None:
-    """Print the cost estimate of a real-provider run; stop when ``confirm`` says no."""
+    """Print the cost estimate of a real-provider run (not with -q, unless a question follows);
+    stop when ``confirm`` says no."""
     guess = estimate(
         rows,
         config.generation_config.gemini.price,
@@ -491,7 +495,7 @@ def _announce_cost(
         latency_s=_NOMINAL_LATENCY_S,
     )
     lines = guess.lines(max_cells, _NOMINAL_LATENCY_S)
-    for line in lines:
+    for line in lines if show or confirm is not None else ():
         stream.write(f"estimate: {line}\n")
     stream.flush()
     if confirm is not None and not confirm(lines):
