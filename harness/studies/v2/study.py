@@ -411,9 +411,10 @@ def execute(
             except* ToolChildKilledError as killed:
                 # The loop cannot know the command; the stop message must name it exactly.
                 again = resume_command(store_dir, selection, lock_path)
-                raise ToolChildKilledError(
-                    f"{killed.exceptions[0]}; continue with `{again}`"
-                ) from None
+                leaf: BaseException = killed.exceptions[0]
+                while isinstance(leaf, BaseExceptionGroup):  # the cells' nursery nests a group
+                    leaf = leaf.exceptions[0]
+                raise ToolChildKilledError(f"{leaf}; continue with `{again}`") from None
         finally:
             writer.close()
     finally:
