@@ -73,6 +73,7 @@ class Domain(StrEnum):
     PROVIDER_REQUEST = "provider.request.v1"
     PROVIDER_RESPONSE = "provider.response.v1"
     PROVIDER_ATTEMPT = "provider.attempt.v1"
+    LOOPBACK_DRAW = "provider.loopback-draw.v1"
     POLICY_VIEW = "policy.view.v1"
     STATIC_RUN_FILE = "study.static-run-file.v1"
     SANDBOX_PROFILE = "sandbox.profile.v1"

@@ -63,6 +63,13 @@ def finalize_store(
                 f"store {root} fails verification ({report.code}): {report.reason}; "
                 "it cannot be finalized"
             )
+        pilot = None if found.genesis is None else found.genesis.identity.get("pilot")
+        if expected_cells is not None and pilot is not None:
+            raise FinalizeError(
+                f"store {root} is a pilot ({report.schedule_rows} rows of a subset run): it "
+                "is never finalized as the study; `v2 run` and `v2 resume` seal it as a pilot "
+                "(without --expected-cells)"
+            )
         if report.manifest_digest is not None:
             _log.info("store.already_finalized", store=str(root), manifest=report.manifest_digest)
             return report.manifest_digest

@@ -54,6 +54,13 @@ class StoreView(msgspec.Struct, frozen=True, kw_only=True):
     pending_attempts: tuple[OrphanedAttempt, ...]
     manifest: Manifest | None
 
+    @property
+    def pilot(self) -> dict[str, object] | None:
+        """The pilot label the genesis identity binds (``identity.pilot``), or None: a store
+        of the whole study (see docs/store.md, "Pilot stores")."""
+        label = None if self.genesis is None else self.genesis.identity.get("pilot")
+        return label if isinstance(label, dict) else None
+
 
 def read_store(root: str | os.PathLike[str]) -> StoreView:
     """Verify and read the store at ``root``; the caller judges ``view.report``.
@@ -128,7 +135,10 @@ def check_store_for_run(
         return _unusable(f"{root} is finalized; it takes no more records")
     if report.lock_digest != lock_digest:
         return _unusable(f"{root} is bound to lock {report.lock_digest}, not {lock_digest}")
-    if report.schedule_digest != schedule_digest:
+    pilot = None if found.genesis is None else found.genesis.identity.get("pilot")
+    if report.schedule_digest != schedule_digest and pilot is None:
+        # A pilot binds a subset of the schedule; the run re-selects that subset from this
+        # schedule and opening the store refuses it unless the digests agree.
         return _unusable(
             f"{root} is bound to schedule {report.schedule_digest}, not {schedule_digest}"
         )

@@ -16,6 +16,7 @@ to refuse unknown fields at commit. Verification lives in ``_scan``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -91,6 +92,11 @@ __all__ = [
 
 _log: Final = get_logger("harness.store")
 _APPEND: Final = os.O_WRONLY | os.O_APPEND
+STAGING: Final = "staging.log"
+"""Attempts of cells that are not the next to commit (concurrent runs): one JSON line each,
+fsynced before the call is sent; moved into the journal in schedule order when their cell
+commits, or as orphaned attempts of a dead session on resume. Outside the chain."""
+_MAX_STAGING: Final = 1 << 30
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY
 _JSON: Final = msgspec.json.Decoder()
 
@@ -242,6 +248,9 @@ class RunStore:
         self._journal_head = state.journal_head
         self._blobs = set(state.blobs)
         self._open: set[int] = set()
+        self._staged: dict[int, list[Any]] = {}
+        self._staging_fd: int | None = None
+        self._staged_count = 0
         self._result_type = result_type
         self._attempt_type = attempt_type
         self._stopped: DurabilityError | None = None
@@ -491,6 +500,8 @@ class RunStore:
         )
         writer = cls(root, lock, durable, state, result_type=result_type, attempt_type=attempt_type)
         try:
+            if writer._migrate_staging():
+                orphans = orphans_of(writer._range)
             writer._append_journal(
                 SessionEntry(seq=writer._journal_count, prev=writer._journal_head, records=records)
             )
@@ -632,11 +643,12 @@ class RunStore:
         self._blobs.add(digest)
         return digest
 
-    def _append_journal(self, entry: JournalEntry) -> None:
+    def _append_journal(self, entry: JournalEntry, *, sync: bool = True) -> None:
         line, digest = encode_line(Domain.JOURNAL_ENTRY, canonical_bytes(entry))
         try:
             self._durable.write_all(self._journal_fd, line, JOURNAL)
-            self._durable.fsync(self._journal_fd, JOURNAL)
+            if sync:
+                self._durable.fsync(self._journal_fd, JOURNAL)
         except DurabilityError as e:
             self._stop(e)
             raise
@@ -781,6 +793,147 @@ class RunStore:
         self._range = []
         return digest
 
+    # --- staged attempts (concurrent cells) -----------------------------------------------------
+
+    def _stage(self, line: dict[str, Any]) -> None:
+        if self._staging_fd is None:
+            self._staging_fd = self._open_fd(STAGING, _APPEND | os.O_CREAT, STAGING)
+        try:
+            self._durable.write_all(self._staging_fd, canonical_bytes(line) + b"\n", STAGING)
+            self._durable.fsync(self._staging_fd, STAGING)
+        except DurabilityError as e:
+            self._stop(e)
+            raise
+
+    def stage_begin(self, attempt: Mapping[str, Any] | msgspec.Struct) -> int:
+        """Stage (and fsync) an attempt of a cell that is not the next to commit.
+
+        The attempt goes into ``staging.log`` now and into the journal when its cell commits
+        (``commit_staged``), so the journal and the records are those of a sequential run.
+
+        Returns:
+            The staging key for ``stage_end`` and ``commit_staged``.
+        """
+        self._guard()
+        obj = _json_object(attempt, "attempt")
+        key = self._staged_count
+        self._staged_count += 1
+        self._stage({"begin": key, "attempt": obj})
+        self._staged[key] = [obj, None, ()]
+        return key
+
+    def stage_end(
+        self,
+        key: int,
+        outcome: Mapping[str, Any] | msgspec.Struct,
+        *,
+        blobs: Sequence[str] = (),
+    ) -> None:
+        """Stage (and fsync) how staged attempt ``key`` ended."""
+        self._guard()
+        entry = self._staged.get(key)
+        if entry is None or entry[1] is not None:
+            raise AttemptStateError(f"staged attempt {key} is not open in this writer")
+        obj = _json_object(outcome, "outcome")
+        known = self._known_blobs(blobs, "stage_end")
+        self._stage({"end": key, "outcome": obj, "blobs": list(known)})
+        entry[1], entry[2] = obj, known
+
+    def commit_staged(
+        self,
+        row_index: int,
+        result: Mapping[str, Any] | msgspec.Struct,
+        audit_group: Sequence[Mapping[str, Any] | msgspec.Struct],
+        keys: Sequence[int],
+        *,
+        blobs: Sequence[str] = (),
+    ) -> str:
+        """Journal the staged attempts ``keys`` in order (one fsync), then ``commit_cell``.
+
+        Raises:
+            AttemptStateError: a key is unknown or its attempt has not ended.
+            (and whatever ``commit_cell`` raises)
+        """
+        self._guard()
+        staged = []
+        for key in keys:
+            entry = self._staged.get(key)
+            if entry is None or entry[1] is None:
+                raise AttemptStateError(f"staged attempt {key} is unknown or not ended")
+            staged.append(entry)
+        for obj, outcome, known in staged:
+            begin = self._journal_count
+            self._append_journal(
+                BeginEntry(seq=begin, prev=self._journal_head, attempt=obj), sync=False
+            )
+            self._append_journal(
+                EndEntry(
+                    seq=self._journal_count,
+                    prev=self._journal_head,
+                    begin_seq=begin,
+                    outcome=outcome,
+                    blobs=known,
+                ),
+                sync=False,
+            )
+        if staged:
+            try:
+                self._durable.fsync(self._journal_fd, JOURNAL)
+            except DurabilityError as e:
+                self._stop(e)
+                raise
+        for key in keys:
+            del self._staged[key]
+        return self.commit_cell(row_index, result, audit_group, blobs=blobs)
+
+    def _migrate_staging(self) -> int:
+        """Move the attempts a dead session staged into the journal (before the new session
+        entry, so they bind as orphaned); return how many. The staging file is then removed."""
+        try:
+            data = read_regular(STAGING, _MAX_STAGING, dir_fd=self._dir_fd, what=STAGING)
+        except FileNotFoundError:
+            return 0
+        except UnsafeFileError as e:
+            raise TamperError(f"{e} in {self._root}; the store is refused") from e
+        begun: dict[int, dict[str, Any]] = {}
+        ends: dict[int, tuple[dict[str, Any], tuple[str, ...]]] = {}
+        for raw in data.split(b"\n"):
+            try:
+                line = msgspec.json.decode(raw) if raw else None
+            except msgspec.DecodeError:
+                line = None  # a torn last line: the attempt was not sent, or its end is lost
+            if not isinstance(line, dict):
+                continue
+            if isinstance(line.get("begin"), int) and isinstance(line.get("attempt"), dict):
+                begun[line["begin"]] = line["attempt"]
+            elif isinstance(line.get("end"), int) and isinstance(line.get("outcome"), dict):
+                listed = line.get("blobs")
+                known = tuple(
+                    b for b in (listed if isinstance(listed, list) else []) if b in self._blobs
+                )
+                ends[line["end"]] = (line["outcome"], known)
+        for key in sorted(begun):
+            begin = self._journal_count
+            self._append_journal(
+                BeginEntry(seq=begin, prev=self._journal_head, attempt=begun[key]), sync=False
+            )
+            if key in ends:
+                outcome, known = ends[key]
+                self._append_journal(
+                    EndEntry(
+                        seq=self._journal_count,
+                        prev=self._journal_head,
+                        begin_seq=begin,
+                        outcome=outcome,
+                        blobs=known,
+                    ),
+                    sync=False,
+                )
+        self._durable.fsync(self._journal_fd, JOURNAL)
+        os.unlink(STAGING, dir_fd=self._dir_fd)
+        self._durable.fsync(self._dir_fd, "the store directory")
+        return len(begun)
+
     # --- closing ------------------------------------------------------------------------------
 
     def _close_files(self) -> None:
@@ -796,6 +949,10 @@ class RunStore:
         if self._closed:
             return
         self._closed = True
+        if self._staging_fd is not None and not self._staged and self._stopped is None:
+            # Every staged attempt is in the journal now: the staging file holds nothing new.
+            with contextlib.suppress(OSError):
+                os.unlink(STAGING, dir_fd=self._dir_fd)
         self._close_files()
         self._lock.release()
 

@@ -1,8 +1,9 @@
 """Helpers for the V2 tests: a reduced schedule, tool runners, and a run driver for kill tests.
 
-``python tests/integration/v2_support.py create|resume STORE LOCK ROWS`` runs the first ROWS
-rows of the canonical schedule into STORE (created, or resumed from its verified prefix) with
-the real sandbox and store, exactly as ``harness v2 run`` does minus preflight and the CLI, and
+``python tests/integration/v2_support.py create|resume STORE LOCK ROWS [MAX_CELLS]`` runs the
+first ROWS rows of the canonical schedule into STORE (created, or resumed from its verified
+prefix), MAX_CELLS cells at once (default 1), with the real sandbox and store, exactly as
+``harness v2 run`` does minus preflight and the CLI, and
 exits 130 when SIGINT or SIGTERM stopped it. Tests kill it with SIGKILL or SIGTERM.
 """
 
@@ -90,6 +91,7 @@ def run_into(
     tools: Any,
     inputs: StudyInputs | None = None,
     handle_signals: bool = False,
+    max_cells: int = 1,
 ) -> RunReport:
     """Create or resume a store bound to ``rows`` and run its remaining rows."""
     plain = plain_rows(rows)
@@ -109,6 +111,7 @@ def run_into(
             tools,
             keep_results=True,
             handle_signals=handle_signals,
+            max_cells=max_cells,
         )
     finally:
         writer.close()
@@ -116,7 +119,7 @@ def run_into(
 
 def main(argv: list[str]) -> int:
     """The kill-test driver (see the module docstring)."""
-    mode, store, lock, count = argv
+    mode, store, lock, count, *rest = argv
     rows = reduced(int(count))
     tools = SandboxTools(open_backend(), timeout_s=20.0)
     report = run_into(
@@ -126,6 +129,7 @@ def main(argv: list[str]) -> int:
         resume=mode == "resume",
         tools=tools,
         handle_signals=True,
+        max_cells=int(rest[0]) if rest else 1,
     )
     print(f"committed {report.committed} done {report.done} stopped {report.stopped_by}")
     return 130 if report.stopped_by else 0

@@ -9,6 +9,7 @@ the main CLI with their exit codes. Progress goes to stderr; the final summary t
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -45,6 +46,33 @@ def v2_group() -> None:
 _LOCK_HELP = "Study lock the run is bound to (default: schedules/study-lock.json)."
 
 
+def _max_cells_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--max-cells",
+        "max_cells",
+        type=int,
+        default=1,
+        show_default=True,
+        help="Cells in flight at once; records are committed in schedule order whatever it is.",
+    )(f)
+
+
+def _yes_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--yes",
+        "assume_yes",
+        is_flag=True,
+        help="Skip the question after a real provider's cost estimate.",
+    )(f)
+
+
+def _confirm(assume_yes: bool) -> Callable[[Sequence[str]], bool] | None:
+    """Ask to continue after the cost estimate only when stdin is a terminal."""
+    if assume_yes or not sys.stdin.isatty():
+        return None
+    return lambda _lines: click.confirm("continue with these provider calls?", err=True)
+
+
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
     report = outcome.report
     if outcome.complete:
@@ -52,7 +80,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
         return
     rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
     lines = status_lines(store)
-    click.echo(f"store: {store}")
+    click.echo(lines[0])  # the store, and the pilot label of a pilot
     click.echo(lines[1])  # the provider and model
     if outcome.orphaned_attempts:
         click.echo(
@@ -82,11 +110,34 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
 )
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @provider_options
-def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSelection) -> None:
+@_max_cells_option
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help="Pilot: only the first K rows of the canonical order (a pilot store, not the study).",
+)
+@click.option(
+    "--cells",
+    "cell_patterns",
+    multiple=True,
+    help="Pilot: only cells whose id matches this glob (repeatable; a pilot store).",
+)
+@_yes_option
+def run_cmd(
+    store_dir: Path | None,
+    lock_path: Path | None,
+    provider: ProviderSelection,
+    max_cells: int,
+    limit: int | None,
+    cell_patterns: tuple[str, ...],
+    assume_yes: bool,
+) -> None:
     """Run the whole study into a new store: preflight, 576 cells in order, manifest.
 
     Ctrl-C or SIGTERM stops after journaling (exit 130); so does the provider circuit breaker
     after consecutive infrastructure failures (exit 75). `harness v2 resume DIR` continues.
+    --limit/--cells write a pilot store, labelled everywhere, never the study.
     """
     store = store_dir if store_dir is not None else default_store_dir()
     outcome = execute(
@@ -96,6 +147,10 @@ def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSe
         preflight=run_preflight,
         lock_path=lock_path,
         show_progress=verbosity() >= 0,
+        max_cells=max_cells,
+        limit=limit,
+        cells=cell_patterns,
+        confirm=_confirm(assume_yes),
     )
     _echo_outcome(store, outcome)
 
@@ -104,7 +159,15 @@ def run_cmd(store_dir: Path | None, lock_path: Path | None, provider: ProviderSe
 @click.argument("store_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @resume_provider_options
-def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags) -> None:
+@_max_cells_option
+@_yes_option
+def resume_cmd(
+    store_dir: Path,
+    lock_path: Path | None,
+    provider: ProviderFlags,
+    max_cells: int,
+    assume_yes: bool,
+) -> None:
     """Continue a store from its verified prefix (a torn tail is repaired, never rewritten).
 
     The provider, model, endpoint and generation config come from the store's genesis; only
@@ -118,6 +181,8 @@ def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags)
         preflight=run_preflight,
         lock_path=lock_path,
         show_progress=verbosity() >= 0,
+        max_cells=max_cells,
+        confirm=_confirm(assume_yes),
     )
     _echo_outcome(store_dir, outcome)
 
@@ -140,6 +205,7 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "finalized": view.report.finalized,
             "manifest": view.report.manifest_digest,
             "simulated": any(r.simulated for r in results),
+            "pilot": view.pilot,
             "provider": msgspec.to_builtins(stored_identity(view)),
             "pipelines": summary_rows(results),
         }

@@ -53,6 +53,7 @@ from harness.studies.v2.analysis import (
 )
 from harness.studies.v2.config import V2Config, decode_config
 from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.pilot import pilot_label
 from harness.studies.v2.transcript import (
     CellTranscript,
     render_transcript,
@@ -118,6 +119,7 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     # Set when the run is not the paper's frozen study set-up (another provider or a planner
     # plug-in); simulated runs carry their own note.
     not_frozen_study: str = ""
+    pilot: str = ""
     models: tuple[str, ...] = ()
     frozen_rows: int | None = None
 
@@ -131,6 +133,7 @@ class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     schema: Literal["harness.v2-report.v1"] = "harness.v2-report.v1"
     partial: bool = False
+    pilot: bool = False
     store: StoreIdentity
     analysis: V2Analysis
 
@@ -140,6 +143,7 @@ class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     schema: Literal["harness.v2-report-manifest.v1"] = "harness.v2-report-manifest.v1"
     partial: bool = False
+    pilot: bool = False
     store: StoreIdentity
     files: dict[str, str]
 
@@ -282,6 +286,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     view, results = load_results(base)
     config, config_digest = bound_config(base, config_path)
     report = view.report
+    label = None if view.genesis is None else pilot_label(view.genesis.identity)
     lock_bytes = (base / "study.lock").read_bytes()
     environment = decode_lock(lock_bytes, origin=f"{base}/study.lock").environment
     identity = StoreIdentity(
@@ -295,6 +300,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
         provider=_provider_model(view),
         not_frozen_study=_not_frozen_study(view),
+        pilot="" if label is None else label.describe(),
         models=_models(view),
         frozen_rows=frozen_rows(base),
     )
@@ -303,7 +309,9 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     except ValueError as e:
         raise StudyReportError(f"store {base}: {e}") from e
     partial = report.manifest_digest is None or report.cells < report.schedule_rows
-    document = ReportDocument(partial=partial, store=identity, analysis=analysis)
+    document = ReportDocument(
+        partial=partial, pilot=label is not None, store=identity, analysis=analysis
+    )
     cells = transcripts_of(base, view.cells, config_path)
     return ReportBundle(document=document, files=render_files(document, cells))
 
@@ -457,11 +465,17 @@ def render_markdown(document: ReportDocument) -> bytes:
             "`harness v2 resume` supersedes it.**",
             "",
         ]
+    if document.pilot:
+        out += [
+            f"**{s.pilot}. A pilot run of a subset of the schedule: these tables describe "
+            "its cells only, and no hypothesis verdict is given.**",
+            "",
+        ]
     if a.simulated:
         out += [f"**{_SIMULATED_NOTE}**", ""]
     if document.store.not_frozen_study:
         out += [f"**{document.store.not_frozen_study}**", ""]
-    if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
         out += [
             f"**PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
             "frozen schedule; it is not the study.**",
@@ -497,7 +511,9 @@ def render_markdown(document: ReportDocument) -> bytes:
         "## Hypotheses",
         "",
     ]
-    for line in _hypothesis_lines(a):
+    if document.pilot:
+        out += ["None: a pilot is not the study (run the full schedule for H2-H4).", ""]
+    for line in [] if document.pilot else _hypothesis_lines(a):
         out += [line, ""]
     out += [
         f"## Unseen-fault strata ({', '.join(a.unseen_faults) or 'none'}; descriptive)",
@@ -553,17 +569,23 @@ def _csv(rows: list[list[str]]) -> bytes:
     return csv_text(rows).encode()
 
 
-def render_table4_csv(a: V2Analysis) -> bytes:
-    """``table4.csv``: Table 4 with the provider on every row."""
+def render_table4_csv(a: V2Analysis, pilot: str = "") -> bytes:
+    """``table4.csv``: Table 4 with the provider on every row (and the pilot label)."""
     rows = [[*_columns(a.table4), "provider"]]
-    rows += [[*_cells(row), "simulated" if a.simulated else a.provider] for row in a.table4]
+    provider = "simulated" if a.simulated else a.provider
+    if pilot:
+        provider = f"{provider} ({pilot})"
+    rows += [[*_cells(row), provider] for row in a.table4]
     return _csv(rows)
 
 
-def render_hypotheses_csv(a: V2Analysis) -> bytes:
-    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict."""
+def render_hypotheses_csv(a: V2Analysis, pilot: str = "") -> bytes:
+    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict (a pilot: none)."""
     rows = [["hypothesis", "estimate", "low", "high", "unit", "passed", "criterion", "provider"]]
     provider = "simulated" if a.simulated else a.provider
+    if pilot:
+        rows.append(["none", "", "", "", "", "", f"{pilot}: no hypothesis verdicts", provider])
+        return _csv(rows)
     for h in (a.h2, a.h3):
         rows.append(
             [
@@ -599,13 +621,14 @@ def _tex(text: str) -> str:
     return text
 
 
-def render_table4_tex(a: V2Analysis, *, provider: str = "") -> bytes:
+def render_table4_tex(a: V2Analysis, pilot: str = "", *, provider: str = "") -> bytes:
     """``table4.tex``: a booktabs tabular in a table environment; the caption names the
     provider and model (``provider``, from the store's genesis)."""
     head = _columns(a.table4)
     note = " Simulated provider: not results of a language model." if a.simulated else ""
     if provider:
         note += f" Provider: {_tex(provider)}."
+    note += f" {_tex(pilot)}." if pilot else ""
     caption = (
         "V2 primary-scope results. U is premature unsupported termination on "
         "incomplete checkpoints; S is supported completion over both conditions; FC is clean "
@@ -642,6 +665,8 @@ def render_figures(document: ReportDocument) -> dict[str, bytes]:
     title = f"V2 closed loop, {a.primary_clusters} primary task clusters"
     if a.simulated:
         title += " (SIMULATED provider, not an LLM)"
+    if document.pilot:
+        title += f" - {document.store.pilot.split(' (', 1)[0]}"
     drawn = interval_panels(
         [
             Panel("Premature unsupported termination (%)", _bars(a, "u")),
@@ -667,7 +692,9 @@ def render_html(
         banners.append(_SIMULATED_NOTE)
     if s.not_frozen_study:
         banners.append(s.not_frozen_study)
-    if s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
+    if document.pilot:
+        banners.append(f"{s.pilot}: a subset of the schedule; no hypothesis verdict is given.")
+    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
         banners.append(
             f"PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
             "frozen schedule; it is not the study."
@@ -719,7 +746,9 @@ def render_html(
         _html.section(
             "hypotheses",
             "Hypotheses H2-H4",
-            "".join(_html.paragraph(line) for line in _hypothesis_lines(a)),
+            _html.paragraph("None: a pilot is not the study.")
+            if document.pilot
+            else "".join(_html.paragraph(line) for line in _hypothesis_lines(a)),
         ),
         _html.section(
             "outcomes",
@@ -829,12 +858,17 @@ def render_files(
 ) -> dict[str, bytes]:
     """Every report file's bytes, the manifest last (``cells``: the transcripts for the page)."""
     a = document.analysis
+    pilot = document.store.pilot if document.pilot else ""
+    plain = msgspec.to_builtins(document)
+    if document.pilot:  # a pilot gives no verdicts, in any file
+        for name in ("h2", "h3", "h4"):
+            plain["analysis"][name].pop("passed", None)
     files = {
         "report.md": render_markdown(document),
-        "table4.csv": render_table4_csv(a),
-        "table4.tex": render_table4_tex(a, provider=document.store.provider),
-        "hypotheses.csv": render_hypotheses_csv(a),
-        "analysis.json": msgspec.json.format(canonical_bytes(document), indent=2) + b"\n",
+        "table4.csv": render_table4_csv(a, pilot),
+        "table4.tex": render_table4_tex(a, pilot, provider=document.store.provider),
+        "hypotheses.csv": render_hypotheses_csv(a, pilot),
+        "analysis.json": msgspec.json.format(canonical_bytes(plain), indent=2) + b"\n",
     }
     figures: dict[str, bytes] = {}
     if extra_installed("matplotlib"):
@@ -847,6 +881,7 @@ def render_files(
     files.update(figures)
     manifest = ReportManifest(
         partial=document.partial,
+        pilot=document.pilot,
         store=document.store,
         files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
     )

@@ -1,4 +1,4 @@
-"""The trio scheduler: cells strictly in schedule order, each committed atomically to the store.
+"""The trio scheduler: cells committed strictly in schedule order, each atomically to the store.
 
 For each schedule row from the store's next row on: run the cell (``loop.run_cell``) with its
 provider attempts journaled durably in the store before and after each call (raw responses go
@@ -6,12 +6,27 @@ to content-addressed blobs), then commit the cell's ``CellResult`` together with
 provider-attempt audit group in one record. Rows are never skipped, repeated or reordered (the
 store refuses it), and a resumed run starts at the first row the verified prefix lacks.
 
-A circuit breaker watches every provider attempt as it is journaled: after ``limit``
+Ordered commit (``max_cells`` = N, default 1: the paper's sequential order). Up to N cells run
+at once in one trio nursery (provider calls and tool calls in worker threads; every tool call
+still in a fresh sandboxed child), and a cell starts only within 2N rows of the next row to
+commit. A finished cell waits in the reorder buffer until every row before it is committed, so
+the records are those of a sequential run, in the same order. With N > 1 a cell's attempts are
+*staged* (``RunStore.stage_begin/stage_end``: fsynced in ``staging.log`` before the call is
+sent) and moved into the journal when the cell commits, so the journal - and with it every
+record, HEAD and MANIFEST - is byte for byte a sequential run's. A stop (signal, breaker, kill)
+loses only uncommitted cells: their staged attempts bind as orphaned on resume, which may use
+any N. Cell results never depend on N: every cell draws only from its own inputs.
+
+A circuit breaker watches every provider attempt as it ends: after ``limit``
 consecutive attempts that failed for infrastructure reasons (``INFRASTRUCTURE_FAILURES``: a
 rejected key, an exhausted quota, a missing model, no connection) it stops the run the way a
 signal does, and a cell none of whose attempts reached the model is never committed either (it
 measured an outage, not the policy): the run stops before it, and resume runs it again. An
-unusable reply is an answer: it resets the streak and stays a study outcome.
+unusable reply is an answer: it resets the streak and stays a study outcome. With N cells in
+flight, "consecutive" is in the order attempts *end* (whichever cell they belong to): the
+breaker sees one stream of ended attempts, as a sequential run does. Once it has tripped, no
+attempt begins and no further cell is committed, even one that finished before the trip but
+still waits for the head of the schedule.
 
 SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the cell in flight is cancelled and not
 committed (its attempts are already journaled, so resume reports and binds them), every
@@ -40,7 +55,7 @@ from harness.providers.protocol import Provider
 from harness.store import RunStore, verify_store
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
 from harness.studies.v2.config import V2Config
-from harness.studies.v2.loop import CellInputs, ToolRunner, run_cell
+from harness.studies.v2.loop import CellInputs, CellRun, ToolRunner, run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.progress import Progress
 from harness.studies.v2.schedule import Row
@@ -172,11 +187,19 @@ class StoreAudit:
     shown to it, and once it has tripped no further attempt is begun.
     """
 
-    def __init__(self, store: RunStore, breaker: Breaker | None = None) -> None:
+    def __init__(
+        self, store: RunStore, breaker: Breaker | None = None, *, staged: bool = False
+    ) -> None:
         self._store = store
         self._open: dict[tuple[str, str, int, str], int] = {}
         self._breaker = breaker
+        self._staged = staged
+        self._cells: dict[str, list[int]] = {}
         self.seconds = 0.0
+
+    def take(self, cell_id: str) -> list[int]:
+        """The staging keys of ``cell_id``'s attempts, in the order they were begun."""
+        return self._cells.pop(cell_id, [])
 
     @staticmethod
     def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
@@ -194,7 +217,11 @@ class StoreAudit:
         key = self._key(intent)
         if key in self._open:
             raise ValueError(f"attempt {key} begun twice")
-        self._open[key] = self._store.journal_begin(intent)
+        if self._staged:
+            self._open[key] = self._store.stage_begin(intent)
+            self._cells.setdefault(intent.cell_id, []).append(self._open[key])
+        else:
+            self._open[key] = self._store.journal_begin(intent)
         self.seconds += time.perf_counter() - started
 
     def end(self, record: AttemptRecord) -> None:
@@ -204,7 +231,10 @@ class StoreAudit:
         if begun is None:
             raise ValueError(f"attempt {self._key(record)} ended without a begin")
         blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        self._store.journal_end(begun, record, blobs=blobs)
+        if self._staged:
+            self._store.stage_end(begun, record, blobs=blobs)
+        else:
+            self._store.journal_end(begun, record, blobs=blobs)
         self.seconds += time.perf_counter() - started
         if self._breaker is not None:
             self._breaker.observe(record)
@@ -275,56 +305,100 @@ async def _cells(
     keep_results: bool,
     first_blobs: Sequence[str],
     breaker: Breaker,
+    max_cells: int,
 ) -> None:
-    audit_sink = StoreAudit(store, breaker)
+    """Run up to ``max_cells`` cells at once; commit them in schedule order (reorder buffer).
+
+    A cell starts when fewer than N = ``max_cells`` cells run and its row is within 2N rows of
+    the next row to commit, so at most N cells run and fewer than 2N are held uncommitted
+    (finished cells wait in the buffer for the head of the schedule). The first cell that
+    must not be committed (the breaker tripped, or every attempt of it was an outage) stops
+    the run: everything after it in schedule order is cancelled or discarded uncommitted.
+    """
+    # With more than one cell in flight, attempts are staged (fsynced in staging.log) and
+    # journaled when their cell commits: the journal and the chain are a sequential run's.
+    audit_sink = StoreAudit(store, breaker, staged=max_cells > 1)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
-    for index in range(store.next_row_index, len(inputs.rows)):
-        if stop.signal is not None:
-            break
-        row = inputs.rows[index]
-        if progress is not None:
-            progress.start(row.cell_id)
+    ready: dict[int, CellRun] = {}
+    state = {"next": store.next_row_index, "running": 0}
+    changed = [trio.Event()]
+
+    def wake() -> None:
+        changed[0].set()
+        changed[0] = trio.Event()
+
+    def halt(scope: trio.CancelScope, why: str) -> None:
+        if report.outage is None:
+            report.outage = why
+        scope.cancel()
+
+    def commit_ready(scope: trio.CancelScope) -> None:
+        while state["next"] in ready and report.outage is None:
+            index = state["next"]
+            run = ready.pop(index)
+            row = inputs.rows[index]
+            if breaker.tripped is not None:
+                halt(scope, breaker.tripped)
+                return
+            if outage_only(run.attempts):
+                halt(
+                    scope,
+                    f"every provider attempt of cell {row.cell_id} failed for infrastructure "
+                    f"reasons (last: {breaker.last})",
+                )
+                return
+            started = time.perf_counter()
+            # The session's first record also binds the blobs handed in (the preflight report).
+            blobs = first_blobs if report.committed == 0 else ()
+            if max_cells > 1:
+                keys = audit_sink.take(row.cell_id)
+                store.commit_staged(index, run.result, run.attempts, keys, blobs=blobs)
+            else:
+                store.commit_cell(index, run.result, run.attempts, blobs=blobs)
+            report.commit_seconds += time.perf_counter() - started
+            report.committed += 1
+            report.done += 1
+            report.tool_seconds += run.timing.tool_seconds
+            report.provider_seconds += run.timing.provider_seconds
+            arm = report.policy_seconds
+            arm[row.policy] = arm.get(row.policy, 0.0) + run.timing.policy_seconds
+            if keep_results:
+                report.results.append(run.result)
+            if progress is not None:
+                progress.finish(
+                    provider_calls=run.result.provider_calls,
+                    tokens=run.result.tokens,
+                    cost_usd=run.result.cost_usd,
+                )
+            state["next"] = index + 1
+            wake()
+
+    async def one(index: int, scope: trio.CancelScope) -> None:
         try:
-            with trio.CancelScope() as scope:
-                stop.scope = scope
-                run = await run_cell(inputs.cell(row), provider, tools, audit)
+            run = await run_cell(inputs.cell(inputs.rows[index]), provider, tools, audit)
         except BreakerTrippedError:
-            # The cell in flight is dropped: its attempts are journaled (resume binds them
-            # as orphaned) and it runs again on resume.
-            report.outage = breaker.tripped
-            break
-        finally:
-            stop.scope = None
-        if scope.cancelled_caught:
-            break
-        if breaker.tripped is not None:
-            report.outage = breaker.tripped
-            break
-        if outage_only(run.attempts):
-            report.outage = (
-                f"every provider attempt of cell {row.cell_id} failed for infrastructure "
-                f"reasons (last: {breaker.last})"
-            )
-            break
-        started = time.perf_counter()
-        # The session's first record also binds the blobs handed in (the preflight report).
-        blobs = first_blobs if report.committed == 0 else ()
-        store.commit_cell(index, run.result, run.attempts, blobs=blobs)
-        report.commit_seconds += time.perf_counter() - started
-        report.committed += 1
-        report.done += 1
-        report.tool_seconds += run.timing.tool_seconds
-        report.provider_seconds += run.timing.provider_seconds
-        arm = report.policy_seconds
-        arm[row.policy] = arm.get(row.policy, 0.0) + run.timing.policy_seconds
-        if keep_results:
-            report.results.append(run.result)
-        if progress is not None:
-            progress.finish(
-                provider_calls=run.result.provider_calls,
-                tokens=run.result.tokens,
-                cost_usd=run.result.cost_usd,
-            )
+            state["running"] -= 1
+            # The cell is dropped: its attempts are journaled (resume binds them as
+            # orphaned) and it runs again on resume.
+            halt(scope, breaker.tripped or "the circuit breaker tripped")
+            return
+        state["running"] -= 1
+        ready[index] = run
+        commit_ready(scope)
+        wake()
+
+    async with trio.open_nursery() as nursery:
+        stop.scope = nursery.cancel_scope
+        for index in range(store.next_row_index, len(inputs.rows)):
+            while state["running"] >= max_cells or index >= state["next"] + 2 * max_cells:
+                await changed[0].wait()
+            if stop.signal is not None or report.outage is not None:
+                break
+            state["running"] += 1
+            if progress is not None:
+                progress.start(inputs.rows[index].cell_id)
+            nursery.start_soon(one, index, nursery.cancel_scope)
+    stop.scope = None
     report.journal_seconds += audit_sink.seconds
     report.failed_attempts = breaker.failed
 
@@ -340,6 +414,7 @@ def run_rows(
     handle_signals: bool = True,
     first_blobs: Sequence[str] = (),
     breaker_limit: int | None = None,
+    max_cells: int = 1,
 ) -> RunReport:
     """Run every row from the store's next row on, committing each cell (see the docstring).
 
@@ -355,11 +430,15 @@ def run_rows(
             report).
         breaker_limit: consecutive infrastructure failures that stop the run (default: the
             study config's ``circuit_breaker``).
+        max_cells: cells in flight at once (1: the paper's sequential order); records are
+            committed in schedule order whatever it is.
 
     Returns:
         What this session did; ``stopped_by`` names the signal when one stopped it, ``outage``
         the infrastructure failure that did.
     """
+    if max_cells < 1:
+        raise V2StudyError(f"--max-cells must be at least 1, not {max_cells}")
     report = RunReport(store=store.root, total=len(inputs.rows), done=store.next_row_index)
     limit = (
         breaker_limit
@@ -385,6 +464,7 @@ def run_rows(
                 keep_results,
                 first_blobs,
                 breaker,
+                max_cells,
             )
             nursery.cancel_scope.cancel()
 

@@ -81,8 +81,15 @@ from harness.store import (
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
+from harness.studies.v2.pilot import PILOT_KEY, PilotLabel, estimate, pilot_label, select_rows
 from harness.studies.v2.progress import Progress
-from harness.studies.v2.runner import RunReport, prepare, refuse_existing, run_rows
+from harness.studies.v2.runner import (
+    RunReport,
+    existing_cells,
+    prepare,
+    refuse_existing,
+    run_rows,
+)
 from harness.studies.v2.schedule import (
     DEFAULT_SCHEDULE_PATH,
     Row,
@@ -289,12 +296,20 @@ def execute(
     schedule_path: Path | None = None,
     progress_stream: TextIO | None = None,
     show_progress: bool = True,
+    max_cells: int = 1,
+    limit: int | None = None,
+    cells: Sequence[str] = (),
+    confirm: Callable[[Sequence[str]], bool] | None = None,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
 
     ``preflight`` runs the checks that gate the run (the command line hands in
     ``preflight.run_preflight``). For ``run``, ``selection`` is the provider selection; for
     ``resume`` it may be the flags as given, and the store's genesis supplies the rest.
+    ``max_cells`` cells run at once, committed in schedule order. ``limit`` and ``cells``
+    make a pilot (``pilot.select_rows``; ``run`` only: resume reads the pilot from genesis).
+    Before a real provider is asked anything, the cost estimate is printed and ``confirm``
+    (when given) is asked whether to go on; False stops with nothing written.
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
@@ -306,6 +321,10 @@ def execute(
         HarnessError: any other expected failure (lock, config, schedule, store, sandbox).
     """
     config, rows, plain, schedule = _inputs(config_path, schedule_path)
+    if max_cells < 1:
+        raise V2StudyError(f"--max-cells must be at least 1, not {max_cells}")
+    if resume and (limit is not None or cells):
+        raise V2StudyError("a resume continues the store's own rows; --limit/--cells are for run")
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
     if resume and killed_before_publish(store_dir):
         # A run killed while creating its store left only a private partial directory: no
@@ -321,8 +340,25 @@ def execute(
     elif resume:
         _resolve(store_dir, _flags_of(selection), config)  # refuses a contradicting selection
     identity = provider_identity(selection, config.generation_config)
+    label = _stored_pilot(store_dir) if resume else None
+    if resume:
+        rows = _pilot_rows(rows, label)
+    else:
+        rows, label = select_rows(rows, limit, cells)
+    plain = [plain[row.index] for row in rows]
+    bound_identity: dict[str, Any] = {_IDENTITY_KEY: msgspec.to_builtins(identity)}
+    if label is not None:
+        bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
         refuse_existing(store_dir, credential_option(selection))
+    stream = progress_stream if progress_stream is not None else sys.stderr
+    if label is not None and show_progress:
+        stream.write(label.describe() + "\n")
+    if selection.provider is not ProviderName.SIMULATED:
+        begun = (existing_cells(store_dir) or 0) if resume else 0
+        _announce_cost(
+            rows[begun:], config, stream, max_cells, confirm, store_dir.name, show_progress
+        )
     lock_bytes = _read_lock(lock)
     backend = open_backend()
     probe = _Probe(selection, config)
@@ -349,14 +385,14 @@ def execute(
                 plain,
                 result_type=CellResult,
                 attempt_type=AttemptRecord,
-                identity={_IDENTITY_KEY: msgspec.to_builtins(identity)},
+                identity=bound_identity,
             )
         try:
             if resume:
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
             preflight_blob = record_preflight(writer, report)
-            stream = progress_stream if progress_stream is not None else sys.stderr
+            _log_session(store_dir, writer.next_row_index, len(rows), max_cells, resume)
             progress = (
                 Progress(stream, total=len(rows), done=writer.next_row_index, live=stream.isatty())
                 if show_progress
@@ -370,13 +406,15 @@ def execute(
                     SandboxTools(backend, timeout_s=config.tool_timeout_s),
                     progress=progress,
                     first_blobs=(preflight_blob,),
+                    max_cells=max_cells,
                 )
             except* ToolChildKilledError as killed:
                 # The loop cannot know the command; the stop message must name it exactly.
                 again = resume_command(store_dir, selection, lock_path)
-                raise ToolChildKilledError(
-                    f"{killed.exceptions[0]}; continue with `{again}`"
-                ) from None
+                leaf: BaseException = killed.exceptions[0]
+                while isinstance(leaf, BaseExceptionGroup):  # the cells' nursery nests a group
+                    leaf = leaf.exceptions[0]
+                raise ToolChildKilledError(f"{leaf}; continue with `{again}`") from None
         finally:
             writer.close()
     finally:
@@ -393,8 +431,76 @@ def execute(
             f"stopped by {ran.stopped_by} after {ran.done}/{ran.total} committed cells "
             f"({ran.committed} this session); continue with `{again}`"
         )
-    manifest = finalize_store(store_dir, len(rows)) if ran.complete else None
+    # A pilot is sealed as a pilot: its genesis says so, and no expected count makes it the study.
+    expected = None if label is not None else len(rows)
+    manifest = finalize_store(store_dir, expected) if ran.complete else None
     return Outcome(report=ran, manifest=manifest, orphaned_attempts=orphans)
+
+
+RUN_LOG: Final = "run.log"
+"""One JSON line per writer session in the store directory: how it ran (``max_cells``).
+
+Not part of the chain: nothing there can change a result, and the records stay byte-identical
+whatever ``--max-cells`` was."""
+
+
+def _log_session(store_dir: Path, first_row: int, rows: int, max_cells: int, resume: bool) -> None:
+    line = {
+        "session": "resume" if resume else "run",
+        "started_utc": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "first_row": first_row,
+        "rows": rows,
+        "max_cells": max_cells,
+    }
+    try:
+        with (store_dir / RUN_LOG).open("ab") as out:
+            out.write(msgspec.json.encode(line) + b"\n")
+    except OSError as e:
+        _log.warning("v2.run_log_unwritable", store=str(store_dir), error=e.strerror)
+
+
+def _stored_pilot(store_dir: Path) -> PilotLabel | None:
+    if killed_before_publish(store_dir):
+        return None
+    genesis = read_store(store_dir).genesis
+    return None if genesis is None else pilot_label(genesis.identity)
+
+
+def _pilot_rows(rows: tuple[Row, ...], label: PilotLabel | None) -> tuple[Row, ...]:
+    if label is None:
+        return rows
+    chosen, again = select_rows(rows, label.limit, label.cells)
+    if again != label:
+        raise V2StudyError("the store's pilot label does not select its own rows again")
+    return chosen
+
+
+_NOMINAL_LATENCY_S: Final = 2.0
+
+
+def _announce_cost(
+    rows: Sequence[Row],
+    config: V2Config,
+    stream: TextIO,
+    max_cells: int,
+    confirm: Callable[[Sequence[str]], bool] | None,
+    name: str,
+    show: bool,
+) -> None:
+    """Print the cost estimate of a real-provider run (not with -q, unless a question follows);
+    stop when ``confirm`` says no."""
+    guess = estimate(
+        rows,
+        config.generation_config.gemini.price,
+        max_cells=max_cells,
+        latency_s=_NOMINAL_LATENCY_S,
+    )
+    lines = guess.lines(max_cells, _NOMINAL_LATENCY_S)
+    for line in lines if show or confirm is not None else ():
+        stream.write(f"estimate: {line}\n")
+    stream.flush()
+    if confirm is not None and not confirm(lines):
+        raise V2StudyError(f"stopped at the cost estimate; nothing was written ({name})")
 
 
 def _plain(flags: ProviderFlags) -> ProviderSelection:
@@ -550,8 +656,9 @@ def status_lines(
     """
     results, view = read if read is not None else read_results(store_dir)
     report = view.report
+    label = None if view.genesis is None else pilot_label(view.genesis.identity)
     lines = [
-        f"store: {store_dir}",
+        f"store: {store_dir}" + ("" if label is None else f" - {label.describe()}"),
         provider_line(view, results),
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
