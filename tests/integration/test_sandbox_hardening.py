@@ -311,7 +311,9 @@ def test_swapping_the_file_for_a_symlink_grants_nothing(tmp_path: Path) -> None:
     thread.start()
     ran = refused = 0
     try:
-        for _ in range(20):
+        # At least 20 attempts, and on until one of them ran (the swap may win many in a row on
+        # a loaded machine); the secret must never show, whichever way each attempt went.
+        while ran + refused < 200 and (ran + refused < 20 or ran == 0):
             try:
                 run = backend.exec_file(script, timeout_s=20)
             except SandboxError:
@@ -322,7 +324,6 @@ def test_swapping_the_file_for_a_symlink_grants_nothing(tmp_path: Path) -> None:
     finally:
         stop.set()
         thread.join()
-    assert ran + refused == 20
     assert ran > 0  # the script did run (and read nothing of the tree the path flipped to)
 
 
