@@ -304,8 +304,10 @@ def test_swapping_the_file_for_a_symlink_grants_nothing(tmp_path: Path) -> None:
         while not stop.is_set():
             staged.write_text(code)
             os.replace(staged, script)
+            time.sleep(0.002)  # each state holds a moment, so opens land on both
             link.symlink_to(secret_dir)
             os.replace(link, script)
+            time.sleep(0.002)
 
     thread = threading.Thread(target=swapper)
     thread.start()
