@@ -532,7 +532,6 @@ def _tally_line(name: str, t: Tally) -> str:
 def render_audit(report: AuditReport) -> str:
     """The report as text for a terminal (the JSON form is ``msgspec.json.encode(report)``)."""
     out = [
-        f"study: {report.study}",
         f"provider: {report.provider}",
         f"store: {report.store_status} ({report.store_code}): {report.store_reason}",
         f"cells: {report.cells}/{report.schedule_rows}"
@@ -541,6 +540,7 @@ def render_audit(report: AuditReport) -> str:
             if report.finalized
             else ", not finalized (no manifest pins this store)"
         ),
+        f"study: {report.study}",
     ]
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "

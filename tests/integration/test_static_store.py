@@ -61,7 +61,7 @@ def test_verify_audit_and_replay_pass_on_a_static_store(reference: Path) -> None
     assert "109 records (108 cells) verified, finalized" in verified.stdout
     audited = runner.invoke(main, ["audit", str(reference)])
     assert audited.exit_code == 0, audited.output
-    assert audited.stdout.startswith("study: static\n")
+    assert "\nstudy: static\n" in audited.stdout
     assert "attempts: 108 journaled, 108 ended, 108 bound to their cells" in audited.stdout
     replayed = runner.invoke(main, ["replay", str(reference)])
     assert replayed.exit_code == 0, replayed.output
