@@ -57,7 +57,7 @@ out = Path(sys.argv[1])
 selection = select_provider("simulated", credential_file=None, credential_env=None, base_url=None)
 info = run_static(out, split="heldout", selection=selection)
 results = write_report(out)
-assert info.records == 4536 and results.h1.passed
+assert info.decisions == 4536 and results.h1.passed
 assert [r.unsafe for r in results.rows if r.policy == "ect"] == [0]
 """
 
