@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from harness.canonical import canonical_bytes
 from harness.cli import main
 from harness.store import RunStore, read_store
+from harness.studies.runs import list_runs
 from harness.studies.static.report import REPORT_DIR, REPORT_FILES
 
 STATIC = ["static", "run", "--split", "dev", "--out"]
@@ -149,6 +150,8 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     verified = runner.invoke(main, ["store", "verify", str(store)])
     assert verified.exit_code in (1, 4), verified.output
     assert len(read_store(store).cells) < 108
+    (listed,) = list_runs(tmp_path)
+    assert (listed.study, listed.state, listed.expected) == ("static", "interrupted", 108)
     partial = runner.invoke(main, ["static", "report", str(store)])
     assert partial.exit_code == 0, partial.output
     assert partial.stdout.startswith("PARTIAL: the store is not finalized; only ")
@@ -163,6 +166,34 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     assert _report(store) == _report(reference)
     assert runner.invoke(main, ["audit", str(store)]).exit_code == 0
     assert runner.invoke(main, ["replay", str(store)]).exit_code == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_run_cleanly_and_resume_finishes(
+    reference: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    store = tmp_path / "stopped"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while _lines(store / "records.log") < 20 and process.poll() is None:
+        assert time.monotonic() < deadline, "the run committed nothing in time"
+        time.sleep(0.005)
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    lines = err.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: stopped by {sig.name} after ")
+    assert lines[0].endswith(f"continue with `harness static resume {store}`")
+    verified = CliRunner().invoke(main, ["store", "verify", str(store)])
+    assert verified.exit_code == 4, verified.output  # clean stop: not finalized, not torn
+    resumed = CliRunner().invoke(main, ["static", "resume", str(store)])
+    assert resumed.exit_code == 0, resumed.output
+    assert _results(store) == _results(reference)
 
 
 def test_resume_of_a_finalized_store_writes_nothing(reference: Path) -> None:

@@ -50,7 +50,7 @@ def _progress() -> ProgressFactory | None:
     return _bar if verbosity() >= 0 else None
 
 
-def _echo(outcome: StaticOutcome, provider: str) -> None:
+def _echo(outcome: StaticOutcome) -> None:
     if outcome.complete:
         click.echo(f"complete: {outcome.done} snapshots, manifest {outcome.manifest}")
         return
@@ -61,7 +61,7 @@ def _echo(outcome: StaticOutcome, provider: str) -> None:
         )
     click.echo(
         f"wrote {outcome.decisions} decisions on {outcome.committed} snapshots "
-        f"({outcome.attempts} provider attempts, {provider}) to {outcome.store}; "
+        f"({outcome.attempts} provider attempts, {outcome.provider}) to {outcome.store}; "
         f"{outcome.done}/{outcome.snapshots} snapshots committed"
     )
     click.echo(
@@ -101,7 +101,7 @@ def run_cmd(
     outcome = run_static(
         target, split=split, selection=provider, lock_path=lock_path, progress=_progress()
     )
-    _echo(outcome, provider.provider.value)
+    _echo(outcome)
 
 
 @click.command("resume")
@@ -117,7 +117,7 @@ def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags)
     nothing written.
     """
     outcome = resume_static(store_dir, flags=provider, lock_path=lock_path, progress=_progress())
-    _echo(outcome, provider.provider or "provider of the store")
+    _echo(outcome)
 
 
 @click.command("report")

@@ -121,6 +121,7 @@ __all__ = [
 ]
 
 _log = get_logger("harness.studies.static")
+_PLAIN: Final = msgspec.json.Decoder(dict[str, Any])
 
 STUDY_SPLITS: Final[tuple[StudySplit, ...]] = ("heldout", "dev")
 
@@ -313,6 +314,7 @@ class StaticOutcome:
     """What a run or resume did. ``complete``: resume found the store already finalized."""
 
     store: Path
+    provider: str
     snapshots: int
     done: int
     committed: int
@@ -416,7 +418,9 @@ async def _commit_snapshots(
                 )
                 break
             result = StaticCellResult(snapshot_id=snapshot.snapshot_id, decisions=decisions)
-            writer.commit_cell(index, result, attempts)
+            # As plain JSON (lists, no tuples): the store's fast check then needs no walk. A
+            # decision record holds no float, so the JSON round trip cannot hide a NaN.
+            writer.commit_cell(index, _PLAIN.decode(msgspec.json.encode(result)), attempts)
             session.committed += 1
             session.decisions += len(decisions)
             session.attempts += len(attempts)
@@ -494,6 +498,7 @@ def _drive(
     _log.debug("static.run", store=str(store_dir), committed=session.committed)
     return StaticOutcome(
         store=store_dir,
+        provider=selection.provider.value,
         snapshots=len(snapshots),
         done=done,
         committed=session.committed,
@@ -622,6 +627,7 @@ def resume_static(
     if report.finalized and report.cells == report.schedule_rows:
         return StaticOutcome(
             store=store_dir,
+            provider=identity.provider.provider.value,
             snapshots=report.schedule_rows,
             done=report.cells,
             committed=0,
