@@ -160,6 +160,7 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     resumed = runner.invoke(main, ["static", "resume", str(store)])
     assert resumed.exit_code == 0, resumed.output
     assert "108/108 snapshots committed" in resumed.stdout
+    assert not (store / REPORT_DIR).exists()  # the partial report is stale: removed
     assert runner.invoke(main, ["store", "verify", str(store)]).exit_code == 0
     assert _results(store) == _results(reference)
     assert runner.invoke(main, ["static", "report", str(store)]).exit_code == 0

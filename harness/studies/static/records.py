@@ -34,6 +34,10 @@ from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot
 from harness.worlds.world import Split
 
 __all__ = [
+    "FIGURE_FILES",
+    "PARTIAL_MARK",
+    "REPORT_DIR",
+    "REPORT_FILES",
     "STATIC_STUDY",
     "DecisionRecord",
     "SnapshotRow",
@@ -48,6 +52,34 @@ STATIC_STUDY: Final = "static"
 """The ``study`` value a static store's genesis identity carries."""
 
 StudySplit = Literal["heldout", "dev"]
+
+REPORT_DIR: Final = "report"
+"""Where ``harness static report STORE`` writes its files by default (``STORE/report``)."""
+
+REPORT_FILES: Final = (
+    "table2.md",
+    "table2.csv",
+    "table2.tex",
+    "table2.json",
+    "table3.md",
+    "table3.csv",
+    "table3.tex",
+    "table3.json",
+    "endpoints.md",
+    "endpoints.json",
+    "report.html",
+    "ucr.png",
+    "ucr.svg",
+    "ucr.pdf",
+)
+"""Every file a report writes (the figures only with the [plots] extra)."""
+
+FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
+"""Written only with the [plots] extra installed."""
+
+PARTIAL_MARK: Final = "PARTIAL: the store is not finalized"
+"""How every file of a report made on an unfinalized store begins its warning; resume removes
+such a report (it is stale once more snapshots are committed), as V2's resume does."""
 
 
 class DecisionRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

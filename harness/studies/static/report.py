@@ -53,6 +53,12 @@ from harness.studies.static.analysis import (
     analyse,
     load_run,
 )
+from harness.studies.static.records import (
+    FIGURE_FILES,
+    PARTIAL_MARK,
+    REPORT_DIR,
+    REPORT_FILES,
+)
 from harness.studies.static.run import (
     ABLATION_POLICIES,
 )
@@ -76,27 +82,6 @@ __all__ = [
     "write_report",
 ]
 
-REPORT_FILES: Final = (
-    "table2.md",
-    "table2.csv",
-    "table2.tex",
-    "table2.json",
-    "table3.md",
-    "table3.csv",
-    "table3.tex",
-    "table3.json",
-    "endpoints.md",
-    "endpoints.json",
-    "report.html",
-    "ucr.png",
-    "ucr.svg",
-    "ucr.pdf",
-)
-REPORT_DIR: Final = "report"
-"""Where ``harness static report STORE`` writes its files by default (``STORE/report``)."""
-
-FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
-"""Written only with the [plots] extra installed."""
 
 _DASH: Final = "\u2013"  # the en dash the paper's tables use for "not applicable"
 
@@ -134,8 +119,8 @@ def partial_line(results: StaticResults) -> str | None:
         return None
     done, expected = results.partial_of
     return (
-        f"PARTIAL: the store is not finalized; only {done} of {expected} snapshots are "
-        "committed, so these are not the study's numbers (resume it with `harness static resume`)."
+        f"{PARTIAL_MARK}; only {done} of {expected} snapshots are committed, so these are not "
+        "the study's numbers (resume it with `harness static resume`)."
     )
 
 

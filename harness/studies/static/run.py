@@ -31,6 +31,7 @@ This module runs the study and writes records; it computes no endpoint (``report
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,7 @@ from harness.errors import (
     RunStoppedError,
     StaticStudyError,
     StoreExistsError,
+    UnsafeFileError,
 )
 from harness.faults import STATIC_FAULTS
 from harness.lock import DEFAULT_LOCK_PATH
@@ -88,9 +90,12 @@ from harness.providers.selection import (
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
-from harness.safeio import MAX_READ, read_input
+from harness.safeio import MAX_READ, read_input, read_regular
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies.static.records import (
+    PARTIAL_MARK,
+    REPORT_DIR,
+    REPORT_FILES,
     DecisionRecord,
     StaticCellResult,
     StaticIdentity,
@@ -509,6 +514,22 @@ def _drive(
     )
 
 
+def _supersede_partial_report(store_dir: Path) -> None:
+    """Remove a report written on this store while it was partial: resume makes it stale."""
+    directory = store_dir / REPORT_DIR
+    try:
+        head = read_regular(directory / "table2.md", MAX_READ, what="table2.md")
+    except (OSError, UnsafeFileError):
+        return
+    if PARTIAL_MARK.encode() not in head:
+        return
+    for name in REPORT_FILES:
+        (directory / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+    _log.warning("static.partial_report_removed", store=str(store_dir))
+
+
 def _refuse_existing(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if (out / "records.log").exists():
@@ -660,6 +681,7 @@ def resume_static(
     )
     provider: Provider | None = None
     try:
+        _supersede_partial_report(store_dir)
         provider = open_provider(selection)
     except BaseException:
         resumed.writer.close()
