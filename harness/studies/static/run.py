@@ -473,16 +473,26 @@ def _drive(
             if bar is not None and begun:
                 bar.update(begun)
             advance = (lambda: bar.update(1)) if bar is not None else (lambda: None)
-            trio.run(
-                _commit_snapshots,
-                writer,
-                snapshots,
-                policies,
-                sink,
-                session,
-                advance,
-                handle_signals,
-            )
+            try:
+                trio.run(
+                    _commit_snapshots,
+                    writer,
+                    snapshots,
+                    policies,
+                    sink,
+                    session,
+                    advance,
+                    handle_signals,
+                )
+            except BaseExceptionGroup as group:
+                # The nursery wraps what a snapshot raised (a fast-path breach, a failed
+                # fsync); callers see that one error itself.
+                leaf: BaseException = group
+                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                    leaf = leaf.exceptions[0]
+                if leaf is group:
+                    raise
+                raise leaf from None
         done = writer.next_row_index
     finally:
         writer.close()
