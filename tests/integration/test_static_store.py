@@ -254,3 +254,34 @@ def test_resume_and_audit_tell_the_study_from_the_genesis(tmp_path: Path) -> Non
             f"error: {other} is neither a V2 nor a static study store (its genesis names "
             "study 'other')\n"
         )
+
+
+def test_resume_refuses_another_lock_or_generation_config(reference: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    (copy / "MANIFEST").unlink()
+    other_lock = tmp_path / "other-lock.json"
+    other_lock.write_bytes(b'{"another": "lock"}')
+    result = runner.invoke(main, ["static", "resume", str(copy), "--lock", str(other_lock)])
+    assert result.exit_code == 2, result.output
+    assert re.fullmatch(
+        r"error: store .* is bound to lock blake3:\w+, not blake3:\w+\n", result.stderr
+    )
+    view = read_store(reference)
+    assert view.genesis is not None
+    identity = dict(view.genesis.identity)
+    identity["provider"] = {
+        **identity["provider"],
+        "generation_config_digest": "blake3:" + "0" * 64,
+    }
+    rows = [cell.row for cell in view.cells]
+    changed = tmp_path / "changed"
+    RunStore.create(
+        changed, (reference / "study.lock").read_bytes(), rows, identity=identity
+    ).close()
+    result = runner.invoke(main, ["static", "resume", str(changed)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: store {changed} was run with generation config ")
+    assert result.stderr.count("\n") == 1
+    assert len(read_store(changed).cells) == 0
