@@ -285,3 +285,19 @@ def test_resume_refuses_another_lock_or_generation_config(reference: Path, tmp_p
     assert result.stderr.startswith(f"error: store {changed} was run with generation config ")
     assert result.stderr.count("\n") == 1
     assert len(read_store(changed).cells) == 0
+
+
+def test_v2_commands_name_a_static_store_in_one_line(reference: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    for command, said in (
+        (["v2", "report", str(reference), "--out", str(tmp_path / "r")], "harness static report"),
+        (["v2", "status", str(reference)], "harness stores"),
+        (["export", str(reference), str(tmp_path / "x")], "export bundles V2 stores only"),
+    ):
+        result = runner.invoke(main, command)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: {reference} is a static study store: ")
+        assert said in result.stderr
+        assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+    assert not (tmp_path / "x").exists()
