@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from harness.errors import UnsafeFileError
 from harness.safeio import read_regular
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from harness.store._scan_records import CellView
 
 __all__ = ["EMPTY_REPORT", "Fault", "Pass", "Scan", "short"]
+
+_CELL: Final = msgspec.json.Decoder(CellRecord)
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,8 @@ class Scan:
 
     def cell_records(self) -> list[CellRecord]:
         """The verified cells, decoded into the record type."""
-        from harness.store._scan_records import decode_cell
-
-        return [decode_cell(body) for body in self.cell_bodies]
+        decode = _CELL.decode
+        return [decode(body) for body in self.cell_bodies]
 
     @property
     def pending(self) -> list[RangeEntry]:

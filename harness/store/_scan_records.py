@@ -44,7 +44,6 @@ __all__ = [
     "CellView",
     "PosView",
     "check_records",
-    "decode_cell",
 ]
 
 
@@ -89,7 +88,6 @@ class CellView(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | CellRecord)
-_CELL: Final = msgspec.json.Decoder(CellRecord)
 _VIEW: Final = msgspec.json.Decoder(CellView)
 _astuple: Final = msgspec.structs.astuple
 _OPEN_BRACE: Final = ord("{")
@@ -99,11 +97,6 @@ _JOURNAL_LINE_CODE: Final = {
     "malformed": VerifyCode.JOURNAL_MALFORMED,
     "hash": VerifyCode.JOURNAL_HASH_MISMATCH,
 }
-
-
-def decode_cell(body: bytes) -> CellRecord:
-    """A verified cell record's body, decoded into the record type."""
-    return _CELL.decode(body)
 
 
 def _where(index: int, line: Line) -> str:
