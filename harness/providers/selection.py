@@ -228,15 +228,16 @@ def provider_options(command: F) -> F:
     instead of the four option values.
     """
 
-    def build(values: dict[str, Any]) -> ProviderSelection:
+    def build(flags: ProviderFlags) -> ProviderSelection:
+        assert flags.provider is not None  # the option has a default
         return select_provider(
-            values["provider_name"],
-            credential_file=values["credential_file"],
-            credential_env=values["credential_env"],
-            base_url=values["provider_base_url"],
-            model=values["model"],
-            no_credential=values["no_credential"],
-            planner=values["planner"],
+            flags.provider,
+            credential_file=flags.credential_file,
+            credential_env=flags.credential_env,
+            base_url=flags.base_url,
+            model=flags.model,
+            no_credential=flags.no_credential,
+            planner=flags.planner,
         )
 
     return _with_options(command, build, resume=False)
@@ -465,18 +466,7 @@ def resume_provider_options(command: F) -> F:
     genesis supplies the rest).
     """
 
-    def build(values: dict[str, Any]) -> ProviderFlags:
-        return ProviderFlags(
-            provider=values["provider_name"],
-            credential_file=values["credential_file"],
-            credential_env=values["credential_env"],
-            base_url=values["provider_base_url"],
-            model=values["model"],
-            no_credential=values["no_credential"],
-            planner=values["planner"],
-        )
-
-    return _with_options(command, build, resume=True)
+    return _with_options(command, lambda flags: flags, resume=True)
 
 
 _SELECTABLE: Final = [
@@ -545,14 +535,24 @@ _OPTIONS: Final = (
 )
 
 
-def _with_options(command: F, build: Callable[[dict[str, Any]], object], *, resume: bool) -> F:
-    """Add the seven provider options to ``command``; ``build`` turns their values into the one
+def _with_options(command: F, build: Callable[[ProviderFlags], object], *, resume: bool) -> F:
+    """Add the seven provider options to ``command``; ``build`` turns what was given into the one
     ``provider`` keyword argument the command receives."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
-        kwargs["provider"] = build(values)
+        kwargs["provider"] = build(
+            ProviderFlags(
+                provider=values["provider_name"],
+                credential_file=values["credential_file"],
+                credential_env=values["credential_env"],
+                base_url=values["provider_base_url"],
+                model=values["model"],
+                no_credential=values["no_credential"],
+                planner=values["planner"],
+            )
+        )
         return command(*args, **kwargs)
 
     decorated: Callable[..., Any] = wrapper
