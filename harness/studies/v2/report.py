@@ -760,30 +760,15 @@ def render_html(
             ),
         ),
     ]
-    if FIGURE_FILE in figures:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.figure(
-                    figures[FIGURE_FILE],
-                    alt="Bar charts of premature unsupported termination and supported "
-                    "completion per pipeline with interval whiskers",
-                    caption=figure_caption(document),
-                )
-                + _html.paragraph("The same figure as vector graphics: figure.svg, figure.pdf."),
-            )
+    sections.append(
+        _html.figure_section(
+            figures.get(FIGURE_FILE),
+            alt="Bar charts of premature unsupported termination and supported "
+            "completion per pipeline with interval whiskers",
+            caption=figure_caption(document),
+            vectors="figure.svg, figure.pdf",
         )
-    else:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.paragraph(
-                    "No figure: the report was made without the [plots] extra (matplotlib)."
-                ),
-            )
-        )
+    )
     deltas = [
         [
             f"{d.metric} ({d.unit})",
