@@ -5,7 +5,7 @@ the request's seed, the role's max output tokens and thinking budget, JSON outpu
 ``responseJsonSchema``, automatic function calling and continuation off, and SDK retries off
 (``HttpRetryOptions(attempts=1)``: the SDK would otherwise retry 408/429/5xx by itself). The
 reply is judged by our own code: finish reason STOP, non-empty text, JSON, and valid against the
-response schema (``schema.validate``).
+response schema (``json_schema.validate_response``).
 
 Retry rule: exactly one identical retry (same SDK call, byte-identical body), and only after a
 transport failure before any response byte (``PRE_OUTPUT_FAILURES``). Every other failure (HTTP
@@ -42,6 +42,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers._capture import Capture, CapturingTransport, bind, unbind
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
@@ -56,7 +57,6 @@ from harness.providers.kinds import (
     Role,
 )
 from harness.providers.protocol import ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 
 __all__ = ["PREFLIGHT_CELL", "PREFLIGHT_PROMPT", "GeminiProvider"]
 
@@ -184,7 +184,7 @@ def _judge(response: types.GenerateContentResponse, schema: dict[str, Any]) -> _
         value = msgspec.json.decode(text.encode("utf-8"))
     except msgspec.DecodeError as e:
         return _Judgement(None, FailureKind.OUTPUT_NOT_JSON, f"output is not JSON: {e}", finish)
-    findings = validate(value, schema)
+    findings = validate_response(value, schema)
     if findings:
         return _Judgement(None, FailureKind.SCHEMA_MISMATCH, "; ".join(findings[:5]), finish)
     return _Judgement(value, None, None, finish)

@@ -7,7 +7,8 @@ timeouts; the model named on the command line), the request's seed, JSON output 
 ``response_format`` (``json_schema``, not strict: endpoints differ in the subset they enforce),
 and client retries off (``max_retries=0``: the client would otherwise retry 408/409/429/5xx and
 connection errors by itself). The reply is judged by our own code either way: finish reason
-``stop``, non-empty content, JSON, valid against the response schema (``schema.validate``).
+``stop``, non-empty content, JSON, valid against the response
+schema (``json_schema.validate_response``).
 
 Retry rule and concurrency are Gemini's (``gemini.py``): exactly one identical retry, only after
 a transport failure before any response byte; the sync client runs on a worker thread under
@@ -35,6 +36,7 @@ import trio
 from openai.types.chat import ChatCompletion
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers._capture import Capture, CapturingTransport, bind, unbind
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
@@ -49,7 +51,6 @@ from harness.providers.kinds import (
     Role,
 )
 from harness.providers.protocol import ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 
 __all__ = ["OpenAIProvider", "chat_price", "chat_request_body"]
 
@@ -198,7 +199,7 @@ def _judge(response: ChatCompletion, schema: dict[str, Any]) -> _Judgement:
         value = msgspec.json.decode(text.encode("utf-8"))
     except msgspec.DecodeError as e:
         return _Judgement(None, FailureKind.OUTPUT_NOT_JSON, f"output is not JSON: {e}", finish)
-    findings = validate(value, schema)
+    findings = validate_response(value, schema)
     if findings:
         return _Judgement(None, FailureKind.SCHEMA_MISMATCH, "; ".join(findings[:5]), finish)
     return _Judgement(value, None, None, finish)

@@ -28,12 +28,12 @@ import msgspec
 
 from harness.canonical import Domain, digest_bytes
 from harness.errors import ProviderSelectionError
+from harness.json_schema import validate_response
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage
 from harness.providers.config import PriceTable, config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 
 __all__ = [
     "PlannerPlugin",
@@ -247,7 +247,7 @@ class PluginPlanner:
             except (msgspec.EncodeError, TypeError, ValueError) as e:
                 failure, detail = FailureKind.OUTPUT_NOT_JSON, f"reply is not JSON: {e}"
             else:
-                findings = validate(value, request.response_schema)
+                findings = validate_response(value, request.response_schema)
                 if findings:
                     failure, detail = FailureKind.SCHEMA_MISMATCH, "; ".join(findings[:5])
                 else:

@@ -33,12 +33,12 @@ import trio
 
 from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
 from harness.errors import SimulatedBehaviourMissingError
+from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
 from harness.providers.config import config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.protocol import ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 from harness.providers.sim_critic import PermissiveCritic
 from harness.providers.sim_planner import FalliblePlanner
 from harness.providers.stream import Stream
@@ -159,7 +159,7 @@ class SimulatedProvider:
         raw = canonical_bytes(
             SimulatedReply(simulated=True, behaviour=behaviour.name, output=output)
         )
-        findings = validate(output, request.response_schema)
+        findings = validate_response(output, request.response_schema)
         failure = FailureKind.SCHEMA_MISMATCH if findings else None
         usage = Usage(
             prompt_tokens=_tokens(
