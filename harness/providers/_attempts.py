@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -31,7 +31,15 @@ from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers._capture import Capture, bind, unbind
-from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
+from harness.providers.audit import (
+    AttemptIntent,
+    AttemptRecord,
+    Audit,
+    Usage,
+    detail_line,
+    estimate_cost,
+    schema_detail,
+)
 from harness.providers.config import GenerationConfig, PriceTable, config_digest
 from harness.providers.credentials import Credential
 from harness.providers.kinds import (
@@ -49,14 +57,11 @@ __all__ = [
     "Judgement",
     "NetworkProvider",
     "judge_text",
-    "one_line",
-    "schema_detail",
     "transport_kind",
 ]
 
 PREFLIGHT_CELL: Final = "preflight"
 PREFLIGHT_PROMPT: Final = "preflight.model-metadata.v1"
-_DETAIL_MAX: Final = 500
 # httpcore's words for "the peer closed the connection and not one response byte arrived".
 _NOTHING_RECEIVED: Final = "Server disconnected without sending a response"
 _TRANSPORT: Final[tuple[tuple[type[BaseException], FailureKind], ...]] = (
@@ -72,17 +77,6 @@ _TRANSPORT: Final[tuple[tuple[type[BaseException], FailureKind], ...]] = (
 _log = get_logger("harness.providers")
 
 R = TypeVar("R")
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line, at most 500 characters (a failure detail)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _DETAIL_MAX else flat[: _DETAIL_MAX - 3] + "..."
-
-
-def schema_detail(findings: Sequence[str]) -> str:
-    """The failure detail of a schema mismatch: its first five findings."""
-    return "; ".join(findings[:5])
 
 
 def transport_kind(error: BaseException, capture: Capture) -> FailureKind:
@@ -223,21 +217,19 @@ class NetworkProvider(ABC, Generic[R]):
         described, call = self._probe_call(config)
         model = self._model(config)
         request_hash = digest_bytes(Domain.PROVIDER_REQUEST, canonical_bytes(described))
-        cfg_digest = config_digest(config)
-        audit.journal.begin(
-            AttemptIntent(
-                provider=self.name,
-                simulated=False,
-                model=model,
-                role=Role.PREFLIGHT,
-                cell_id=PREFLIGHT_CELL,
-                prompt_id=PREFLIGHT_PROMPT,
-                attempt_index=0,
-                retry_reason=None,
-                request_hash=request_hash,
-                config_digest=cfg_digest,
-            )
+        intent = AttemptIntent(
+            provider=self.name,
+            simulated=False,
+            model=model,
+            role=Role.PREFLIGHT,
+            cell_id=PREFLIGHT_CELL,
+            prompt_id=PREFLIGHT_PROMPT,
+            attempt_index=0,
+            retry_reason=None,
+            request_hash=request_hash,
+            config_digest=config_digest(config),
         )
+        audit.journal.begin(intent)
         capture = Capture()
         started = time.perf_counter()
         bind(capture)
@@ -256,23 +248,13 @@ class NetworkProvider(ABC, Generic[R]):
         # A metadata request is not billed and counts no tokens.
         usage = Usage(prompt_tokens=0, output_tokens=0, thought_tokens=0)
         price = self._price(config)
-        record = AttemptRecord(
-            provider=self.name,
-            simulated=False,
-            model=model,
+        record = intent.ended(
             base_url=self._base_url,
-            role=Role.PREFLIGHT,
-            cell_id=PREFLIGHT_CELL,
-            prompt_id=PREFLIGHT_PROMPT,
-            config_digest=cfg_digest,
-            attempt_index=0,
-            retry_reason=None,
-            request_hash=request_hash,
             request_body_hash=None,
             request_blob=None,
             status=AttemptStatus.FAILED if failure is not None else AttemptStatus.SUCCEEDED,
             failure_kind=failure,
-            failure_detail=None if detail is None else one_line(self._redact(detail)),
+            failure_detail=None if detail is None else detail_line(self._redact(detail)),
             http_status=capture.status,
             response_hash=response_hash,
             response_blob=response_blob,
@@ -306,14 +288,25 @@ class NetworkProvider(ABC, Generic[R]):
         """
         request_hash = request.digest()
         cfg_digest = config_digest(request.config)
+        model = self._model(request.config)
         call = self._prepare(request)
         records: list[AttemptRecord] = []
         output: dict[str, Any] | None = None
         retry_reason: FailureKind | None = None
         for index in range(2):
-            record, output = await self._attempt(
-                request, audit, call, index, retry_reason, request_hash, cfg_digest
+            intent = AttemptIntent(
+                provider=self.name,
+                simulated=False,
+                model=model,
+                role=request.role,
+                cell_id=request.cell_id,
+                prompt_id=request.prompt_id,
+                attempt_index=index,
+                retry_reason=retry_reason,
+                request_hash=request_hash,
+                config_digest=cfg_digest,
             )
+            record, output = await self._attempt(request, audit, call, intent)
             records.append(record)
             if index == 0 and record.failure_kind in PRE_OUTPUT_FAILURES:
                 retry_reason = record.failure_kind
@@ -331,34 +324,12 @@ class NetworkProvider(ABC, Generic[R]):
         request: ProviderRequest,
         audit: Audit,
         call: Callable[[], R],
-        index: int,
-        retry_reason: FailureKind | None,
-        request_hash: str,
-        cfg_digest: str,
+        intent: AttemptIntent,
     ) -> tuple[AttemptRecord, dict[str, Any] | None]:
         deadline_s = request.config.gemini.deadline_s
-        audit.journal.begin(
-            AttemptIntent(
-                provider=self.name,
-                simulated=False,
-                model=self._model(request.config),
-                role=request.role,
-                cell_id=request.cell_id,
-                prompt_id=request.prompt_id,
-                attempt_index=index,
-                retry_reason=retry_reason,
-                request_hash=request_hash,
-                config_digest=cfg_digest,
-            )
-        )
+        audit.journal.begin(intent)
         record_fields = functools.partial(
-            self._record,
-            request=request,
-            audit=audit,
-            index=index,
-            retry_reason=retry_reason,
-            request_hash=request_hash,
-            cfg_digest=cfg_digest,
+            self._record, config=request.config, audit=audit, intent=intent
         )
         capture = Capture()
         started = time.perf_counter()
@@ -422,12 +393,9 @@ class NetworkProvider(ABC, Generic[R]):
     def _record(
         self,
         *,
-        request: ProviderRequest,
+        config: GenerationConfig,
         audit: Audit,
-        index: int,
-        retry_reason: FailureKind | None,
-        request_hash: str,
-        cfg_digest: str,
+        intent: AttemptIntent,
         capture: Capture,
         latency_ms: float,
         response: R | None,
@@ -451,21 +419,11 @@ class NetworkProvider(ABC, Generic[R]):
             audit, body, Domain.PROVIDER_RESPONSE
         )
         usage = self._usage(response)
-        price = self._price(request.config)
+        price = self._price(config)
         model_version, response_id = (None, None) if response is None else self._served(response)
         kind = abandoned if abandoned is not None else failure
-        record = AttemptRecord(
-            provider=self.name,
-            simulated=False,
-            model=self._model(request.config),
+        record = intent.ended(
             base_url=self._base_url,
-            role=request.role,
-            cell_id=request.cell_id,
-            prompt_id=request.prompt_id,
-            config_digest=cfg_digest,
-            attempt_index=index,
-            retry_reason=retry_reason,
-            request_hash=request_hash,
             request_body_hash=request_body_hash,
             request_blob=request_blob,
             status=(
@@ -476,7 +434,7 @@ class NetworkProvider(ABC, Generic[R]):
                 else AttemptStatus.SUCCEEDED
             ),
             failure_kind=kind,
-            failure_detail=None if detail is None else one_line(self._redact(detail)),
+            failure_detail=None if detail is None else detail_line(self._redact(detail)),
             http_status=status,
             response_hash=response_hash,
             response_blob=response_blob,
@@ -494,9 +452,9 @@ class NetworkProvider(ABC, Generic[R]):
         _log.debug(
             "provider.attempt",
             provider=self.name.value,
-            role=request.role.value,
-            cell_id=request.cell_id,
-            attempt_index=index,
+            role=intent.role.value,
+            cell_id=intent.cell_id,
+            attempt_index=intent.attempt_index,
             status=record.status.value,
             failure_kind=None if kind is None else kind.value,
             http_status=status,
