@@ -286,25 +286,19 @@ class NetworkProvider(ABC, Generic[R]):
         Never raises for a failed call. Re-raises trio cancellation after journaling the
         attempt in flight as abandoned.
         """
-        request_hash = request.digest()
-        cfg_digest = config_digest(request.config)
         model = self._model(request.config)
         call = self._prepare(request)
         records: list[AttemptRecord] = []
         output: dict[str, Any] | None = None
         retry_reason: FailureKind | None = None
         for index in range(2):
-            intent = AttemptIntent(
+            intent = AttemptIntent.of(
+                request,
                 provider=self.name,
                 simulated=False,
                 model=model,
-                role=request.role,
-                cell_id=request.cell_id,
-                prompt_id=request.prompt_id,
                 attempt_index=index,
                 retry_reason=retry_reason,
-                request_hash=request_hash,
-                config_digest=cfg_digest,
             )
             record, output = await self._attempt(request, audit, call, intent)
             records.append(record)

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 import msgspec
 
 from harness.canonical import Domain, digest_bytes
-from harness.providers.config import PriceTable
+from harness.providers.config import PriceTable, config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
+
+if TYPE_CHECKING:
+    from harness.providers.protocol import ProviderRequest
 
 __all__ = [
     "Audit",
@@ -57,6 +60,31 @@ class AttemptIntent(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     retry_reason: FailureKind | None
     request_hash: str
     config_digest: str
+
+    @classmethod
+    def of(
+        cls,
+        request: ProviderRequest,
+        *,
+        provider: ProviderName,
+        simulated: bool,
+        model: str,
+        attempt_index: int = 0,
+        retry_reason: FailureKind | None = None,
+    ) -> AttemptIntent:
+        """The intent of sending ``request`` (attempt ``attempt_index``) to ``model``."""
+        return cls(
+            provider=provider,
+            simulated=simulated,
+            model=model,
+            role=request.role,
+            cell_id=request.cell_id,
+            prompt_id=request.prompt_id,
+            attempt_index=attempt_index,
+            retry_reason=retry_reason,
+            request_hash=request.digest(),
+            config_digest=config_digest(request.config),
+        )
 
     def ended(
         self,

@@ -30,7 +30,7 @@ from harness.canonical import Domain, digest_bytes
 from harness.errors import ProviderSelectionError
 from harness.json_schema import validate_response
 from harness.providers.audit import AttemptIntent, Audit, Usage, detail_line, schema_detail
-from harness.providers.config import PriceTable, config_digest
+from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
@@ -207,18 +207,8 @@ class PluginPlanner:
 
     async def generate(self, request: ProviderRequest, audit: Audit) -> ProviderResult:
         """Call the plug-in once (no retry: there is no transport); never raises for its faults."""
-        request_hash = request.digest()
-        intent = AttemptIntent(
-            provider=ProviderName.PLUGIN,
-            simulated=False,
-            model=self._plugin.spec,
-            role=request.role,
-            cell_id=request.cell_id,
-            prompt_id=request.prompt_id,
-            attempt_index=0,
-            retry_reason=None,
-            request_hash=request_hash,
-            config_digest=config_digest(request.config),
+        intent = AttemptIntent.of(
+            request, provider=ProviderName.PLUGIN, simulated=False, model=self._plugin.spec
         )
         audit.journal.begin(intent)
         sent = msgspec.json.encode(plugin_request(request))

@@ -36,7 +36,6 @@ from harness.errors import SimulatedBehaviourMissingError
 from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers.audit import AttemptIntent, Audit, Usage, estimate_cost, schema_detail
-from harness.providers.config import config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.providers.sim_critic import PermissiveCritic
@@ -140,18 +139,8 @@ class SimulatedProvider:
         # must not leave a begun attempt in the journal.
         output = behaviour.respond(request, request_stream(request))
         settings = request.config.simulated
-        request_hash = request.digest()
-        intent = AttemptIntent(
-            provider=ProviderName.SIMULATED,
-            simulated=True,
-            model=settings.model,
-            role=request.role,
-            cell_id=request.cell_id,
-            prompt_id=request.prompt_id,
-            attempt_index=0,
-            retry_reason=None,
-            request_hash=request_hash,
-            config_digest=config_digest(request.config),
+        intent = AttemptIntent.of(
+            request, provider=ProviderName.SIMULATED, simulated=True, model=settings.model
         )
         audit.journal.begin(intent)
         raw = canonical_bytes(
