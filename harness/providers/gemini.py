@@ -7,13 +7,14 @@ the request's seed, the role's max output tokens and thinking budget, JSON outpu
 reply is judged by our own code: finish reason STOP, non-empty text, JSON, and valid against the
 response schema (``json_schema.validate_response``).
 
-Retry rule: exactly one identical retry (same SDK call, byte-identical body), and only after a
-transport failure before any response byte (``PRE_OUTPUT_FAILURES``). Every other failure (HTTP
-4xx/5xx, 429, read timeout, reset after the request was sent, partial body, malformed JSON,
-MAX_TOKENS, blocked, no candidates, schema mismatch) is recorded and returned as the result's
-failure; the policy maps it to ``continue``.
+Retry rule (``_attempts.NetworkProvider``, shared with ``openai_chat``): exactly one identical
+retry (same SDK call, byte-identical body), and only after a transport failure before any
+response byte (``PRE_OUTPUT_FAILURES``). Every other failure (HTTP 4xx/5xx, 429, read timeout,
+reset after the request was sent, partial body, malformed JSON, MAX_TOKENS, blocked, no
+candidates, schema mismatch) is recorded and returned as the result's failure; the policy maps
+it to ``continue``.
 
-Concurrency: ``client.aio`` does not run under trio, so the sync client runs in
+Concurrency (shared likewise): ``client.aio`` does not run under trio, so the sync client runs in
 ``trio.to_thread.run_sync(..., abandon_on_cancel=True)`` under ``trio.fail_after(deadline_s)``.
 An abandoned call may still complete server-side; it is audited as ``abandoned`` (outcome
 unknown) and never retried.

@@ -10,9 +10,10 @@ connection errors by itself). The reply is judged by our own code either way: fi
 ``stop``, non-empty content, JSON, valid against the response
 schema (``json_schema.validate_response``).
 
-Retry rule and concurrency are Gemini's (``gemini.py``): exactly one identical retry, only after
-a transport failure before any response byte; the sync client runs on a worker thread under
-``trio.fail_after(deadline_s)`` and an abandoned call is audited as outcome unknown.
+Retry rule and concurrency are Gemini's (both run on ``_attempts.NetworkProvider``): exactly one
+identical retry, only after a transport failure before any response byte; the sync client runs
+on a worker thread under ``trio.fail_after(deadline_s)`` and an abandoned call is audited as
+outcome unknown.
 
 Credential: the key travels only in the ``Authorization`` header, which the capturing transport
 never records; every stored byte string and failure message passes ``Credential.redact``.
