@@ -64,6 +64,7 @@ __all__ = [
     "ToolTraceError",
     "UnknownTaskError",
     "UnknownWorldError",
+    "BreakerTrippedError",
     "CheckpointError",
     "RunStoppedError",
     "StoreHasCellsError",
@@ -392,6 +393,11 @@ class CheckpointError(V2StudyError):
 
 class StoreHasCellsError(V2StudyError):
     """``v2 run`` was pointed at an existing store; such a store is continued with resume."""
+
+
+class BreakerTrippedError(InfrastructureError, V2StudyError):
+    """The circuit breaker refuses to begin another attempt: the cell in flight is dropped and the
+    run stops unfinalized. Internal control flow; the runner catches it and reports the outage."""
 
 
 class RunStoppedError(V2StudyError):

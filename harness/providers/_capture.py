@@ -7,8 +7,9 @@ replay), and whether *any* response byte arrived before a failure (the single-re
 that). This transport wraps a real ``httpx2.HTTPTransport`` and writes those facts into the
 ``Capture`` bound to the calling thread.
 
-It records, it does not decide: classification and retry policy live in ``gemini.py``. It never
-sees or stores request headers, so the API key (sent as a header) cannot reach a capture.
+It records, it does not decide: classification lives in each provider, the retry policy in
+``_attempts.py``. It never sees or stores request headers, so the API key (sent as a header)
+cannot reach a capture.
 """
 
 from __future__ import annotations

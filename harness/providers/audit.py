@@ -15,14 +15,18 @@ Latency is audit data measured with a monotonic clock; it is never part of a com
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 import msgspec
 
 from harness.canonical import Domain, digest_bytes
-from harness.providers.config import PriceTable
+from harness.providers.config import PriceTable, config_digest
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
+
+if TYPE_CHECKING:
+    from harness.providers.protocol import ProviderRequest
 
 __all__ = [
     "Audit",
@@ -33,9 +37,13 @@ __all__ = [
     "MemoryBlobSink",
     "MemoryJournal",
     "Usage",
+    "detail_line",
     "estimate_cost",
     "memory_audit",
+    "schema_detail",
 ]
+
+_DETAIL_MAX: Final = 500
 
 
 class AttemptIntent(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -52,6 +60,87 @@ class AttemptIntent(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     retry_reason: FailureKind | None
     request_hash: str
     config_digest: str
+
+    @classmethod
+    def of(
+        cls,
+        request: ProviderRequest,
+        *,
+        provider: ProviderName,
+        simulated: bool,
+        model: str,
+        attempt_index: int = 0,
+        retry_reason: FailureKind | None = None,
+    ) -> AttemptIntent:
+        """The intent of sending ``request`` (attempt ``attempt_index``) to ``model``."""
+        return cls(
+            provider=provider,
+            simulated=simulated,
+            model=model,
+            role=request.role,
+            cell_id=request.cell_id,
+            prompt_id=request.prompt_id,
+            attempt_index=attempt_index,
+            retry_reason=retry_reason,
+            request_hash=request.digest(),
+            config_digest=config_digest(request.config),
+        )
+
+    def ended(
+        self,
+        *,
+        base_url: str | None,
+        request_body_hash: str | None,
+        request_blob: str | None,
+        status: AttemptStatus,
+        failure_kind: FailureKind | None,
+        failure_detail: str | None,
+        http_status: int | None,
+        response_hash: str | None,
+        response_blob: str | None,
+        response_bytes: int,
+        response_complete: bool,
+        redacted: bool,
+        finish_reason: str | None,
+        model_version: str | None,
+        response_id: str | None,
+        usage: Usage,
+        latency_ms: float,
+        price: PriceTable,
+        cost_usd: float | None,
+    ) -> AttemptRecord:
+        """The record of this attempt: what was journaled as begun, and how it ended."""
+        return AttemptRecord(
+            provider=self.provider,
+            simulated=self.simulated,
+            model=self.model,
+            base_url=base_url,
+            role=self.role,
+            cell_id=self.cell_id,
+            prompt_id=self.prompt_id,
+            config_digest=self.config_digest,
+            attempt_index=self.attempt_index,
+            retry_reason=self.retry_reason,
+            request_hash=self.request_hash,
+            request_body_hash=request_body_hash,
+            request_blob=request_blob,
+            status=status,
+            failure_kind=failure_kind,
+            failure_detail=failure_detail,
+            http_status=http_status,
+            response_hash=response_hash,
+            response_blob=response_blob,
+            response_bytes=response_bytes,
+            response_complete=response_complete,
+            redacted=redacted,
+            finish_reason=finish_reason,
+            model_version=model_version,
+            response_id=response_id,
+            usage=usage,
+            latency_ms=latency_ms,
+            price=price,
+            cost_usd=cost_usd,
+        )
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -108,6 +197,17 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     latency_ms: float
     price: PriceTable
     cost_usd: float | None
+
+
+def detail_line(text: str) -> str:
+    """``text`` as a record's failure detail: on one line, at most 500 characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _DETAIL_MAX else flat[: _DETAIL_MAX - 3] + "..."
+
+
+def schema_detail(findings: Sequence[str]) -> str:
+    """The failure detail of a schema mismatch: its first five findings."""
+    return "; ".join(findings[:5])
 
 
 def estimate_cost(price: PriceTable, usage: Usage) -> float | None:

@@ -28,12 +28,12 @@ import msgspec
 
 from harness.canonical import Domain, digest_bytes
 from harness.errors import ProviderSelectionError
-from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage
-from harness.providers.config import PriceTable, config_digest
+from harness.json_schema import validate_response
+from harness.providers.audit import AttemptIntent, Audit, Usage, detail_line, schema_detail
+from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 
 __all__ = [
     "PlannerPlugin",
@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 _PREFIX: Final = "python:"
-_DETAIL_MAX: Final = 500
 _PRICE: Final = PriceTable(
     model="plugin",
     currency="USD",
@@ -193,11 +192,6 @@ def plugin_request(request: ProviderRequest) -> dict[str, Any]:
     }
 
 
-def _one_line(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _DETAIL_MAX else flat[: _DETAIL_MAX - 3] + "..."
-
-
 class PluginPlanner:
     """Answers planner requests with a plug-in's ``respond``; journals each call as an attempt."""
 
@@ -213,22 +207,10 @@ class PluginPlanner:
 
     async def generate(self, request: ProviderRequest, audit: Audit) -> ProviderResult:
         """Call the plug-in once (no retry: there is no transport); never raises for its faults."""
-        request_hash = request.digest()
-        cfg_digest = config_digest(request.config)
-        audit.journal.begin(
-            AttemptIntent(
-                provider=ProviderName.PLUGIN,
-                simulated=False,
-                model=self._plugin.spec,
-                role=request.role,
-                cell_id=request.cell_id,
-                prompt_id=request.prompt_id,
-                attempt_index=0,
-                retry_reason=None,
-                request_hash=request_hash,
-                config_digest=cfg_digest,
-            )
+        intent = AttemptIntent.of(
+            request, provider=ProviderName.PLUGIN, simulated=False, model=self._plugin.spec
         )
+        audit.journal.begin(intent)
         sent = msgspec.json.encode(plugin_request(request))
         started = time.perf_counter()
         reply: bytes | None = None
@@ -247,30 +229,20 @@ class PluginPlanner:
             except (msgspec.EncodeError, TypeError, ValueError) as e:
                 failure, detail = FailureKind.OUTPUT_NOT_JSON, f"reply is not JSON: {e}"
             else:
-                findings = validate(value, request.response_schema)
+                findings = validate_response(value, request.response_schema)
                 if findings:
-                    failure, detail = FailureKind.SCHEMA_MISMATCH, "; ".join(findings[:5])
+                    failure, detail = FailureKind.SCHEMA_MISMATCH, schema_detail(findings)
                 else:
                     output = value
         latency_ms = (time.perf_counter() - started) * 1000.0
         usage = Usage(prompt_tokens=None, output_tokens=None, thought_tokens=None)
-        record = AttemptRecord(
-            provider=ProviderName.PLUGIN,
-            simulated=False,
-            model=self._plugin.spec,
+        record = intent.ended(
             base_url=None,
-            role=request.role,
-            cell_id=request.cell_id,
-            prompt_id=request.prompt_id,
-            config_digest=cfg_digest,
-            attempt_index=0,
-            retry_reason=None,
-            request_hash=request_hash,
             request_body_hash=digest_bytes(Domain.PROVIDER_REQUEST, sent),
             request_blob=audit.blobs.put(sent),
             status=AttemptStatus.SUCCEEDED if failure is None else AttemptStatus.FAILED,
             failure_kind=failure,
-            failure_detail=None if detail is None else _one_line(detail),
+            failure_detail=None if detail is None else detail_line(detail),
             http_status=None,
             response_hash=None if reply is None else digest_bytes(Domain.PROVIDER_RESPONSE, reply),
             response_blob=None if reply is None else audit.blobs.put(reply),

@@ -20,10 +20,11 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from harness.canonical import Domain, digest
+from harness.errors import ResponseSchemaError
+from harness.json_schema import check_response_schema
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.config import GenerationConfig, check_seed
 from harness.providers.kinds import FailureKind, ProviderName, Role
-from harness.providers.schema import check_schema
 
 __all__ = ["Message", "Provider", "ProviderRequest", "ProviderResult"]
 
@@ -68,7 +69,9 @@ class ProviderRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         if any(m.role == "system" for m in self.messages[1:]):
             raise ValueError("a system message may appear only first")
         check_seed(self.seed)
-        check_schema(self.response_schema)
+        problem = check_response_schema(self.response_schema)
+        if problem is not None:
+            raise ResponseSchemaError(problem)
 
     def digest(self) -> str:
         """The request hash: ``provider.request.v1`` digest of the canonical request."""

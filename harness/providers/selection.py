@@ -228,57 +228,19 @@ def provider_options(command: F) -> F:
     instead of the four option values.
     """
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
-        kwargs["provider"] = select_provider(
-            values["provider_name"],
-            credential_file=values["credential_file"],
-            credential_env=values["credential_env"],
-            base_url=values["provider_base_url"],
-            model=values["model"],
-            no_credential=values["no_credential"],
-            planner=values["planner"],
+    def build(flags: ProviderFlags) -> ProviderSelection:
+        assert flags.provider is not None  # the option has a default
+        return select_provider(
+            flags.provider,
+            credential_file=flags.credential_file,
+            credential_env=flags.credential_env,
+            base_url=flags.base_url,
+            model=flags.model,
+            no_credential=flags.no_credential,
+            planner=flags.planner,
         )
-        return command(*args, **kwargs)
 
-    options = (
-        click.option(
-            "--provider",
-            "provider_name",
-            type=click.Choice(_SELECTABLE),
-            default=ProviderName.SIMULATED.value,
-            show_default=True,
-            help="Who answers planner and critic calls. simulated: deterministic, offline, "
-            "labelled simulated everywhere; gemini: gemini-2.5-flash via google-genai; openai: "
-            "any OpenAI-compatible chat-completions endpoint (--model NAME).",
-        ),
-        click.option(
-            "--credential-file",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=None,
-            help="File holding the API key on one line (gemini, openai).",
-        ),
-        click.option(
-            "--credential-env",
-            metavar="NAME",
-            default=None,
-            help="Environment variable holding the API key (gemini, openai; it is removed "
-            "from the environment once read).",
-        ),
-        click.option(
-            "--provider-base-url",
-            metavar="URL",
-            default=None,
-            help=f"Endpoint, for gateways and local servers (gemini: default "
-            f"{PUBLIC_BASE_URL}; openai: default {OPENAI_BASE_URL}). Recorded in the run config.",
-        ),
-        *_EXTRA_OPTIONS,
-    )
-    decorated: Callable[..., Any] = wrapper
-    for option in reversed(options):
-        decorated = option(decorated)
-    return decorated  # type: ignore[return-value]
+    return _with_options(command, build, resume=False)
 
 
 def open_provider(
@@ -504,99 +466,107 @@ def resume_provider_options(command: F) -> F:
     genesis supplies the rest).
     """
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
-        kwargs["provider"] = ProviderFlags(
-            provider=values["provider_name"],
-            credential_file=values["credential_file"],
-            credential_env=values["credential_env"],
-            base_url=values["provider_base_url"],
-            model=values["model"],
-            no_credential=values["no_credential"],
-            planner=values["planner"],
-        )
-        return command(*args, **kwargs)
-
-    options = (
-        click.option(
-            "--provider",
-            "provider_name",
-            type=click.Choice(_SELECTABLE),
-            default=None,
-            help="Only to confirm: the store's genesis names its provider, and a different one "
-            "is refused.",
-        ),
-        click.option(
-            "--credential-file",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=None,
-            help="File holding the Gemini API key on one line (a gemini store needs one source).",
-        ),
-        click.option(
-            "--credential-env",
-            metavar="NAME",
-            default=None,
-            help="Environment variable holding the Gemini API key (a gemini store needs one "
-            "source).",
-        ),
-        click.option(
-            "--provider-base-url",
-            metavar="URL",
-            default=None,
-            help="Only to confirm: the store's genesis names its endpoint, and a different one "
-            "is refused.",
-        ),
-        click.option(
-            "--model",
-            metavar="NAME",
-            default=None,
-            help="Only to confirm: the store's genesis names its model.",
-        ),
-        click.option(
-            "--no-credential",
-            is_flag=True,
-            default=False,
-            help="An openai store run without a key (a local server) is resumed with this.",
-        ),
-        click.option(
-            "--planner",
-            metavar="python:PATH_OR_MODULE:ATTR",
-            default=None,
-            help="Only to confirm: the store's genesis names its planner plug-in and the "
-            "digest of its source; a changed plug-in is refused.",
-        ),
-    )
-    decorated: Callable[..., Any] = wrapper
-    for option in reversed(options):
-        decorated = option(decorated)
-    return decorated  # type: ignore[return-value]
+    return _with_options(command, lambda flags: flags, resume=True)
 
 
 _SELECTABLE: Final = [
     p.value for p in (ProviderName.SIMULATED, ProviderName.GEMINI, ProviderName.OPENAI)
 ]
-_EXTRA_OPTIONS: Final = (
-    click.option(
-        "--model",
-        metavar="NAME",
-        default=None,
-        help="The model an openai endpoint serves (openai only, required there).",
+_CONFIRM: Final = "Only to confirm: the store's genesis names its"
+
+
+class _Option(msgspec.Struct, frozen=True):
+    """One provider option: its declaration and its help for ``run`` and for ``resume``."""
+
+    decls: tuple[str, ...]
+    attrs: dict[str, Any]
+    run_help: str
+    resume_help: str
+
+
+_OPTIONS: Final = (
+    _Option(
+        ("--provider", "provider_name"),
+        {"type": click.Choice(_SELECTABLE)},
+        "Who answers planner and critic calls. simulated: deterministic, offline, "
+        "labelled simulated everywhere; gemini: gemini-2.5-flash via google-genai; openai: "
+        "any OpenAI-compatible chat-completions endpoint (--model NAME).",
+        f"{_CONFIRM} provider, and a different one is refused.",
     ),
-    click.option(
-        "--no-credential",
-        is_flag=True,
-        default=False,
-        help="Send no key (openai only: a local server such as vLLM, llama.cpp or Ollama).",
+    _Option(
+        ("--credential-file",),
+        {"type": click.Path(path_type=Path, dir_okay=False)},
+        "File holding the API key on one line (gemini, openai).",
+        "File holding the Gemini API key on one line (a gemini store needs one source).",
     ),
-    click.option(
-        "--planner",
-        metavar="python:PATH_OR_MODULE:ATTR",
-        default=None,
-        help="Your own agent as the planner: an object with respond(request) -> action. "
+    _Option(
+        ("--credential-env",),
+        {"metavar": "NAME"},
+        "Environment variable holding the API key (gemini, openai; it is removed "
+        "from the environment once read).",
+        "Environment variable holding the Gemini API key (a gemini store needs one source).",
+    ),
+    _Option(
+        ("--provider-base-url",),
+        {"metavar": "URL"},
+        f"Endpoint, for gateways and local servers (gemini: default "
+        f"{PUBLIC_BASE_URL}; openai: default {OPENAI_BASE_URL}). Recorded in the run config.",
+        f"{_CONFIRM} endpoint, and a different one is refused.",
+    ),
+    _Option(
+        ("--model",),
+        {"metavar": "NAME"},
+        "The model an openai endpoint serves (openai only, required there).",
+        f"{_CONFIRM} model.",
+    ),
+    _Option(
+        ("--no-credential",),
+        {"is_flag": True},
+        "Send no key (openai only: a local server such as vLLM, llama.cpp or Ollama).",
+        "An openai store run without a key (a local server) is resumed with this.",
+    ),
+    _Option(
+        ("--planner",),
+        {"metavar": "python:PATH_OR_MODULE:ATTR"},
+        "Your own agent as the planner: an object with respond(request) -> action. "
         "Trusted code: it runs in this process. Critics stay on --provider.",
+        f"{_CONFIRM} planner plug-in and the digest of its source; a changed plug-in is refused.",
     ),
 )
+
+
+def _with_options(command: F, build: Callable[[ProviderFlags], object], *, resume: bool) -> F:
+    """Add the seven provider options to ``command``; ``build`` turns what was given into the one
+    ``provider`` keyword argument the command receives."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
+        kwargs["provider"] = build(
+            ProviderFlags(
+                provider=values["provider_name"],
+                credential_file=values["credential_file"],
+                credential_env=values["credential_env"],
+                base_url=values["provider_base_url"],
+                model=values["model"],
+                no_credential=values["no_credential"],
+                planner=values["planner"],
+            )
+        )
+        return command(*args, **kwargs)
+
+    decorated: Callable[..., Any] = wrapper
+    for option in reversed(_OPTIONS):
+        default: object = False if option.attrs.get("is_flag") else None
+        extra: dict[str, Any] = {}
+        if option.decls[0] == "--provider" and not resume:
+            default = ProviderName.SIMULATED.value
+            extra["show_default"] = True
+        help_text = option.resume_help if resume else option.run_help
+        decorated = click.option(
+            *option.decls, default=default, help=help_text, **option.attrs, **extra
+        )(decorated)
+    return decorated  # type: ignore[return-value]
 
 
 def probe_provider(

@@ -33,12 +33,11 @@ import trio
 
 from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
 from harness.errors import SimulatedBehaviourMissingError
+from harness.json_schema import validate_response
 from harness.log import get_logger
-from harness.providers.audit import AttemptIntent, AttemptRecord, Audit, Usage, estimate_cost
-from harness.providers.config import config_digest
+from harness.providers.audit import AttemptIntent, Audit, Usage, estimate_cost, schema_detail
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.protocol import ProviderRequest, ProviderResult
-from harness.providers.schema import validate
 from harness.providers.sim_critic import PermissiveCritic
 from harness.providers.sim_planner import FalliblePlanner
 from harness.providers.stream import Stream
@@ -140,26 +139,14 @@ class SimulatedProvider:
         # must not leave a begun attempt in the journal.
         output = behaviour.respond(request, request_stream(request))
         settings = request.config.simulated
-        request_hash = request.digest()
-        cfg_digest = config_digest(request.config)
-        audit.journal.begin(
-            AttemptIntent(
-                provider=ProviderName.SIMULATED,
-                simulated=True,
-                model=settings.model,
-                role=request.role,
-                cell_id=request.cell_id,
-                prompt_id=request.prompt_id,
-                attempt_index=0,
-                retry_reason=None,
-                request_hash=request_hash,
-                config_digest=cfg_digest,
-            )
+        intent = AttemptIntent.of(
+            request, provider=ProviderName.SIMULATED, simulated=True, model=settings.model
         )
+        audit.journal.begin(intent)
         raw = canonical_bytes(
             SimulatedReply(simulated=True, behaviour=behaviour.name, output=output)
         )
-        findings = validate(output, request.response_schema)
+        findings = validate_response(output, request.response_schema)
         failure = FailureKind.SCHEMA_MISMATCH if findings else None
         usage = Usage(
             prompt_tokens=_tokens(
@@ -168,23 +155,13 @@ class SimulatedProvider:
             output_tokens=_tokens(len(canonical_bytes(output)), settings.chars_per_token),
             thought_tokens=0,
         )
-        record = AttemptRecord(
-            provider=ProviderName.SIMULATED,
-            simulated=True,
-            model=settings.model,
+        record = intent.ended(
             base_url=None,
-            role=request.role,
-            cell_id=request.cell_id,
-            prompt_id=request.prompt_id,
-            config_digest=cfg_digest,
-            attempt_index=0,
-            retry_reason=None,
-            request_hash=request_hash,
             request_body_hash=None,
             request_blob=None,
             status=AttemptStatus.FAILED if failure else AttemptStatus.SUCCEEDED,
             failure_kind=failure,
-            failure_detail="; ".join(findings[:5]) if findings else None,
+            failure_detail=schema_detail(findings) if findings else None,
             http_status=None,
             response_hash=digest_bytes(Domain.PROVIDER_RESPONSE, raw),
             response_blob=audit.blobs.put(raw),

@@ -80,6 +80,7 @@ from harness.store._model import (
     VerifyStatus,
 )
 from harness.store._scan import require_store, scan
+from harness.store._scan_inputs import ScheduleRows, split_schedule
 
 __all__ = [
     "Resumed",
@@ -155,15 +156,17 @@ def _json_object(value: object, what: str, schema: type[Any] | None = None) -> d
     return obj
 
 
-def _schedule(rows: object) -> tuple[list[dict[str, Any]], bytes]:
+def _schedule(rows: object) -> tuple[ScheduleRows, bytes]:
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise RecordInvalidError("the schedule must be a sequence of row objects")
     if not rows:
         raise RecordInvalidError("the schedule has no rows")
     objects = [_json_object(row, f"schedule row {index}") for index, row in enumerate(rows)]
     data = canonical_bytes(objects)
-    decoded: list[dict[str, Any]] = msgspec.json.decode(data, type=list[dict[str, Any]])
-    return decoded, data
+    split = split_schedule(data)  # the rows and row digests exactly as verification derives them
+    if isinstance(split, str):  # canonical bytes of a non-empty list of objects always split
+        raise RecordInvalidError(f"the schedule {split}")
+    return split, data
 
 
 def schedule_bytes(rows: Sequence[Mapping[str, Any]]) -> bytes:
@@ -203,6 +206,7 @@ class Resumed(NamedTuple):
 
 class _State(NamedTuple):
     rows: list[dict[str, Any]]
+    row_digests: list[str]
     lock_digest: str
     schedule_digest: str
     records: int
@@ -235,9 +239,7 @@ class RunStore:
         self._lock = lock
         self._durable = durable
         self._rows = state.rows
-        self._row_digests = [
-            digest_bytes(Domain.SCHEDULE_ROW, canonical_bytes(row)) for row in state.rows
-        ]
+        self._row_digests = state.row_digests
         self._lock_digest = state.lock_digest
         self._schedule_digest = state.schedule_digest
         self._identity = state.identity
@@ -312,7 +314,7 @@ class RunStore:
             DurabilityError: a write or fsync failed (nothing is published).
         """
         root = Path(root)
-        rows, sched = _schedule(schedule_rows)
+        schedule, sched = _schedule(schedule_rows)
         bound = _json_object(dict(identity or {}), "identity")
         if not lock_bytes:
             raise RecordInvalidError("the study lock is empty")
@@ -333,7 +335,7 @@ class RunStore:
                 prev=None,
                 lock_digest=lock_digest(lock_bytes),
                 schedule_digest=digest_bytes(Domain.SCHEDULE, sched),
-                schedule_rows=len(rows),
+                schedule_rows=len(schedule.rows),
                 identity=bound,
             )
             record_line, record_hash = encode_line(Domain.STORE_RECORD, canonical_bytes(genesis))
@@ -361,7 +363,8 @@ class RunStore:
                 raise
             durable.fsync_dir(parent)
             state = _State(
-                rows=rows,
+                rows=schedule.rows,
+                row_digests=schedule.row_digests,
                 lock_digest=genesis.lock_digest,
                 schedule_digest=genesis.schedule_digest,
                 records=1,
@@ -384,7 +387,7 @@ class RunStore:
             lock.release()
             shutil.rmtree(partial, ignore_errors=True)
             raise
-        _log.info("store.create", store=str(root), rows=len(rows), head=record_hash)
+        _log.info("store.create", store=str(root), rows=len(schedule.rows), head=record_hash)
         return writer
 
     @classmethod
@@ -415,7 +418,7 @@ class RunStore:
             DurabilityError: a repair write or fsync failed.
         """
         root = Path(root)
-        rows, sched = _schedule(schedule_rows)
+        schedule, sched = _schedule(schedule_rows)
         require_store(root)
         lock = WriterLock.acquire(root / WRITER_LOCK, root)
         try:
@@ -423,7 +426,7 @@ class RunStore:
                 root,
                 lock,
                 Durable(ops or FileOps()),
-                rows,
+                schedule.rows,
                 sched,
                 lock_bytes,
                 result_type=result_type,
@@ -488,6 +491,7 @@ class RunStore:
         orphans = orphans_of(pending)
         state = _State(
             rows=rows,
+            row_digests=found.row_digests,  # the given schedule's: its digest is genesis's
             lock_digest=genesis.lock_digest,
             schedule_digest=genesis.schedule_digest,
             records=records,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Cell", "Filter", "figure", "page", "paragraph", "section", "table"]
+__all__ = ["Cell", "Filter", "figure", "figure_section", "page", "paragraph", "section", "table"]
 
 _CSS: Final = """
 :root{color-scheme:light;--ink:#1b1b1b;--muted:#555;--rule:#c8c8c8;--ect:#0072B2;--warn:#8a3b00}
@@ -122,6 +122,20 @@ def figure(png: bytes, *, alt: str, caption: str) -> str:
 def section(anchor: str, title: str, body: str) -> tuple[str, str, str]:
     """A section for ``page``: its anchor, title and inner HTML."""
     return (anchor, title, body)
+
+
+def figure_section(
+    png: bytes | None, *, alt: str, caption: str, vectors: str
+) -> tuple[str, str, str]:
+    """The report's "Figure" section: the inlined PNG and where its vector copies are
+    (``vectors``, e.g. "ucr.svg, ucr.pdf"), or a note that the plots extra was missing."""
+    if png is None:
+        body = paragraph("No figure: the report was made without the [plots] extra (matplotlib).")
+    else:
+        body = figure(png, alt=alt, caption=caption) + paragraph(
+            f"The same figure as vector graphics: {vectors}."
+        )
+    return section("figure", "Figure", body)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ import msgspec
 from harness.canonical import Domain, NonCanonicalError, digest
 from harness.ect.model import Ledger, Receipt, Scope, Source, value_hash
 from harness.errors import ToolTraceError
+from harness.json_schema import validate_tool
 from harness.tools.catalog import catalog
-from harness.tools.schema import validate
 
 __all__ = [
     "VALUE_PATHS",
@@ -202,7 +202,7 @@ def receipts_for_call(task_id: str, call: ToolCall) -> tuple[Receipt, ...]:
     body = body if isinstance(body, dict) else {}
     ok = response_ok(call.tool_id, response)
     schema = _RESPONSE_SCHEMAS.get(call.tool_id)
-    validated = schema is not None and validate(response, schema) is None
+    validated = schema is not None and validate_tool(response, schema) is None
     entity = _text(body.get("entity"), _text(call.args.get("entity"), _UNKNOWN))
     if call.tool_id == "describe_world":
         entity = _text(body.get("world_id"), "world")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from harness.tools.schema import validate
+from harness.json_schema import validate_tool
 
 __all__ = [
     "CATALOG",
@@ -419,7 +419,7 @@ def call_tool(world: Mapping[str, Any], tool_id: str, args: Mapping[str, Any]) -
     tool = _TOOLS.get(tool_id) if isinstance(requested, str) else None
     if tool is None:
         return _transport_error(tool_id, "UNKNOWN_TOOL", f"no tool {tool_id!r}")
-    problem = validate(args, tool.args_schema, "$.args")
+    problem = validate_tool(args, tool.args_schema, "$.args")
     if problem is not None:
         return _transport_error(tool_id, "BAD_REQUEST", problem)
     try:
@@ -445,7 +445,7 @@ def transient_failure(
     tool = _TOOLS.get(tool_id)
     if tool is None:
         raise ValueError(f"no tool {tool_id!r}")
-    problem = validate(args, tool.args_schema, "$.args")
+    problem = validate_tool(args, tool.args_schema, "$.args")
     if problem is not None:
         raise ValueError(problem)
     body = tool.empty(args)

@@ -297,6 +297,10 @@ def _rewrite_last(root: Path, change: dict[str, object]) -> None:
     [
         ({"extra": 1}, VerifyCode.RECORD_BODY_INVALID),
         ({"row": {"cell": 99}}, VerifyCode.ROW_MISMATCH),
+        # Not an object where the record type holds one: its decode refuses the body.
+        ({"row": None}, VerifyCode.RECORD_BODY_INVALID),
+        ({"result": []}, VerifyCode.RECORD_BODY_INVALID),
+        ({"audit": [[]]}, VerifyCode.RECORD_BODY_INVALID),
         ({"row_index": 0}, VerifyCode.ROW_INDEX),
         ({"seq": 7}, VerifyCode.RECORD_SEQ),
         ({"attempts": []}, VerifyCode.RECORD_ATTEMPTS),

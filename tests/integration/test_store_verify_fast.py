@@ -1,11 +1,13 @@
 """Verification's fast path against its checked path: the same verdict and state, always.
 
-``scan(root)`` accepts intact journal entries and cell records on a fast path; ``scan(root,
-fast=False)`` runs everything through the checked path alone. These tests damage real stores the
-way a tamperer who recomputes line hashes would (field by field, with and without re-chaining
-the following lines) and require both to report the same status, code, reason and prefix, and to
-hold the same verified state. A fast path that accepted anything the checked path refuses, or
-recorded different state, fails here.
+``scan(root)`` skips the decode of a journal entry or cell record into its model type when the
+entry's view passes every check; ``scan(root, fast=False)`` decodes every one first. These tests
+damage real stores the way a tamperer who recomputes line hashes would (field by field: wrong
+values, wrong types, unknown fields at the top and nested, other kinds; with and without
+re-chaining the following lines) and require both to report the same status, code, reason and
+prefix, and to hold the same verified state. A fast path that accepted anything the model type
+refuses, or recorded different state, fails here; so does an edit set that stops reaching one
+of the refusals.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.store import Head, RunStore, VerifyCode, VerifyStatus, finalize_store
+from harness.store import (
+    Head,
+    RunStore,
+    VerifyCode,
+    VerifyReport,
+    VerifyStatus,
+    finalize_store,
+)
 from harness.store._scan import Scan, scan
 
 LOCK = b"study lock for fast-path tests\n"
@@ -54,7 +63,7 @@ def build(root: Path) -> None:
 
 
 def state(s: Scan) -> tuple[Any, ...]:
-    """Everything verification learned, in a form both paths' cell views compare in."""
+    """Everything verification learned, the verified cells decoded into the record type too."""
     cells = [
         (
             c.seq,
@@ -68,15 +77,20 @@ def state(s: Scan) -> tuple[Any, ...]:
         s.report,
         (s.lock_digest, s.schedule_digest, s.rows, s.row_bytes, s.row_digests, s.genesis),
         (cells, s.cell_bodies, s.record_hashes, s.record_starts, s.records_end, s.records_size),
+        s.cell_records(),
         (s.journal, s.journal_end, s.journal_size, s.bound_journal, s.pending),
         (s.blobs, s.head_lags, s.manifest),
     )
 
 
 def assert_same(root: Path) -> VerifyStatus:
+    return same_report(root).status
+
+
+def same_report(root: Path) -> VerifyReport:
     fast, checked = scan(root), scan(root, fast=False)
     assert state(fast) == state(checked), (fast.report, checked.report)
-    return fast.report.status
+    return fast.report
 
 
 def line_of(domain: Domain, body: bytes) -> bytes:
@@ -158,6 +172,32 @@ def as_entry(kind: str) -> Edit:
     return edit
 
 
+def as_record(kind: str) -> Edit:
+    """Replace the body by a well-formed record of ``kind`` with the same seq and prev."""
+    fields: dict[str, dict[str, Any]] = {
+        "genesis": {"lock_digest": OTHER, "schedule_digest": OTHER, "schedule_rows": 1},
+        "cell": {
+            "row_index": 0,
+            "row": {},
+            "row_digest": OTHER,
+            "result": {},
+            "audit": [],
+            "blobs": [],
+            "journal": {"count": 0, "head": None},
+            "attempts": [],
+        },
+    }
+
+    def edit(body: dict[str, Any]) -> None:
+        seq, prev = body.get("seq", 0), body.get("prev")
+        body.clear()
+        body.update(kind=kind, seq=seq, prev=prev, schema_version=1, **fields[kind])
+        if kind == "cell":
+            body.update(seq=max(seq, 1), prev=prev or OTHER)
+
+    return edit
+
+
 def nothing(body: dict[str, Any]) -> None:
     """Leave the body as it is (with a non-canonical encoding, only the bytes change)."""
 
@@ -192,6 +232,8 @@ EDITS: dict[str, Edit] = {
     "as-end": as_entry("end"),
     "records-zero": mutate("records", lambda v: 0),
     "records-plus": mutate("records", lambda v: v + 1),
+    "as-genesis": as_record("genesis"),
+    "as-cell": as_record("cell"),
     "row-changed": mutate("row", lambda v: {**v, "seed": 9}),
     "row-digest-upper": mutate("row_digest", lambda v: UPPER),
     "row-index-plus": mutate("row_index", lambda v: v + 1),
@@ -207,7 +249,61 @@ EDITS: dict[str, Edit] = {
     "attempts-reversed": mutate("attempts", lambda v: list(reversed(v))),
     "attempts-dropped": mutate("attempts", lambda v: v[1:]),
     "lock-digest-upper": setter("lock_digest", UPPER),
+    # Wrong types and unknown fields, at the top and nested: only the model decode names them.
+    "seq-string": mutate("seq", str),
+    "seq-bool": mutate("seq", lambda v: True),
+    "prev-int": setter("prev", 7),
+    "schema-string": setter("schema_version", "1"),
+    "records-string": mutate("records", str),
+    "row-index-negative": mutate("row_index", lambda v: -1),
+    "row-index-float": mutate("row_index", float),
+    "row-list": mutate("row", lambda v: [v]),
+    "row-null": mutate("row", lambda v: None),
+    "result-null": mutate("result", lambda v: None),
+    "result-string": mutate("result", lambda v: "{}"),
+    "audit-not-list": mutate("audit", lambda v: {"0": v}),
+    "audit-item-null": mutate("audit", lambda v: [None, *v]),
+    "attempts-not-list": mutate("attempts", lambda v: {"0": v}),
+    "attempt-unknown-field": nested("attempts", "extra", 1),
+    "attempt-begin-seq-string": nested("attempts", "begin_seq", "1"),
+    "attempt-orphaned-int": nested("attempts", "orphaned", 0),
+    "journal-unknown-field": nested("journal", "extra", 1),
+    "journal-not-object": mutate("journal", lambda v: [v]),
+    "journal-head-int": nested("journal", "head", 3),
+    "blobs-item-int": mutate("blobs", lambda v: [*v, 3]),
+    "begin-seq-string": mutate("begin_seq", str),
+    "attempt-string": mutate("attempt", lambda v: "attempt"),
+    "outcome-list": mutate("outcome", lambda v: [v]),
+    "kind-unknown": setter("kind", "other"),
+    "kind-null": setter("kind", None),
+    "schedule-rows-plus": mutate("schedule_rows", lambda v: v + 1),
+    "schedule-digest-other": mutate("schedule_digest", lambda v: OTHER),
+    "identity-list": mutate("identity", lambda v: [v]),
     "unchanged": nothing,
+}
+
+REFUSALS = {
+    "journal.log": {
+        VerifyCode.JOURNAL_BODY_INVALID,
+        VerifyCode.JOURNAL_SEQ,
+        VerifyCode.JOURNAL_PREV,
+        VerifyCode.JOURNAL_SESSION,
+        VerifyCode.JOURNAL_ATTEMPT,
+        VerifyCode.JOURNAL_BLOBS,
+    },
+    "records.log": {
+        VerifyCode.RECORD_BODY_INVALID,
+        VerifyCode.RECORD_KIND,
+        VerifyCode.RECORD_SEQ,
+        VerifyCode.RECORD_PREV,
+        VerifyCode.LOCK_COPY_MISMATCH,
+        VerifyCode.SCHEDULE_COPY_MISMATCH,
+        VerifyCode.ROW_INDEX,
+        VerifyCode.ROW_MISMATCH,
+        VerifyCode.RECORD_JOURNAL,
+        VerifyCode.RECORD_ATTEMPTS,
+        VerifyCode.RECORD_BLOBS,
+    },
 }
 
 RAW_EDITS = ("unchanged", "row-changed", "prev-upper", "attempts-reversed", "blobs-reversed")
@@ -250,17 +346,21 @@ def test_store_fast_path_agrees_on_every_rehashed_edit(
     path = root / name
     original = path.read_bytes()
     count = len(original.splitlines())
-    statuses = set()
+    statuses, codes = set(), set()
     cases = [(label, "canonical") for label in EDITS if label != "unchanged"]
     # Non-canonical bytes of a valid body: the fast path compares raw bytes, so try them too.
     cases += [(label, encode) for label in RAW_EDITS for encode in ("spaced", "unsorted")]
     for index in range(count):
         for label, encode in cases:
             rewrite(path, index, EDITS[label], chain=chain, encode=encode)
-            statuses.add(assert_same(root))
+            report = same_report(root)
+            statuses.add(report.status)
+            codes.add(report.code)
             path.write_bytes(original)
     # Every edit changed something verification sees, or kept the store intact; both occur.
     assert VerifyStatus.TAMPER in statuses
+    # The edits reach every refusal of the file's entries or records.
+    assert REFUSALS[name] <= codes, sorted(REFUSALS[name] - codes)
 
 
 @settings(max_examples=60, deadline=None)

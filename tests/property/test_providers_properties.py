@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.canonical import canonical_bytes
+from harness.json_schema import validate_response
 from harness.providers import SimulatedProvider, Stream, default_generation_config, memory_audit
 from harness.providers.critic import (
     CRITIC_OUTPUT_SCHEMA,
@@ -19,7 +20,6 @@ from harness.providers.critic import (
     critic_view,
 )
 from harness.providers.prompts import render_prompt
-from harness.providers.schema import validate
 
 WITHHELD_WORDS = ("split", "fault", "gold", "oracle")
 WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
@@ -64,7 +64,7 @@ def test_stream_draws_are_in_range_and_repeatable(
 
 @given(instance=json_values)
 def test_validate_is_total_on_any_json(instance: Any) -> None:
-    findings = validate(instance, CRITIC_OUTPUT_SCHEMA)
+    findings = validate_response(instance, CRITIC_OUTPUT_SCHEMA)
     assert all(" - at `$" in f for f in findings)
     # Only a 2-field object can pass; anything else gets at least one finding.
     if not (isinstance(instance, dict) and set(instance) == {"decision", "reason"}):

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.ect.model import Ledger, value_hash
+from harness.json_schema import validate_tool
 from harness.tools.adapter import ToolCall, build_ledger, receipts_for_call, response_schema
 from harness.tools.catalog import TOOL_IDS, call_tool
-from harness.tools.schema import validate
 from harness.worlds import generate_world
 
 WORLD = generate_world("07").to_plain()
@@ -109,6 +109,6 @@ def test_tools_never_raise_and_always_match_their_schema(
     if tool_id in TOOL_IDS:
         schema = response_schema(tool_id)
         assert schema is not None
-        assert validate(response, schema) is None
+        assert validate_tool(response, schema) is None
     if response["status"] == "error":
         assert response["body"] is None

@@ -7,6 +7,7 @@ import trio
 
 from harness.cli import _first_harness_error
 from harness.errors import (
+    BreakerTrippedError,
     HarnessError,
     InfrastructureError,
     NoSpaceError,
@@ -45,6 +46,10 @@ def test_an_unexpected_exception_in_the_group_is_not_hidden() -> None:
 def test_infrastructure_failures_share_one_exit_code() -> None:
     assert ProviderOutageError.exit_code == InfrastructureError.exit_code == 75
     assert ToolChildKilledError.exit_code == 75
+    # Internal control flow the V2 runner catches; were it ever to escape it would exit as the
+    # outage it reports, not as a traceback.
+    assert BreakerTrippedError.exit_code == 75
+    assert issubclass(BreakerTrippedError, InfrastructureError)
 
 
 def test_ctrl_c_wrapped_in_a_group_is_one_line_exit_130() -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 import pytest
 
 from harness.errors import ResponseSchemaError
+from harness.json_schema import check_response_schema, validate_response
+from harness.providers import Message, ProviderRequest, Role, default_generation_config
 from harness.providers.critic import CRITIC_OUTPUT_SCHEMA, CriticVerdict
-from harness.providers.schema import check_schema, validate
 
 OBJ = {"type": "object"}
 
@@ -61,8 +63,20 @@ REFUSED: list[tuple[str, Any, str]] = [
     ("schema", "message"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED]
 )
 def test_schema_outside_the_subset_is_refused(schema: Any, message: str) -> None:
+    problem = check_response_schema(schema)
+    assert problem is not None
+    assert re.search(message, problem), problem
     with pytest.raises(ResponseSchemaError, match=message):
-        check_schema(schema)
+        ProviderRequest(
+            role=Role.CRITIC,
+            prompt_id="critic.v1",
+            response_schema=schema,
+            messages=(Message(role="user", text="x"),),
+            view={},
+            cell_id="c",
+            seed=1,
+            config=default_generation_config(),
+        )
 
 
 DEFS_SCHEMA: dict[str, Any] = {
@@ -135,8 +149,8 @@ VALIDATION: list[tuple[str, Any, Any, list[str]]] = [
     ids=[c[0] for c in VALIDATION],
 )
 def test_schema_validation_findings(schema: Any, instance: Any, findings: list[str]) -> None:
-    check_schema(schema)
-    assert validate(instance, schema) == findings
+    assert check_response_schema(schema) is None
+    assert validate_response(instance, schema) == findings
 
 
 @pytest.mark.parametrize(
@@ -151,7 +165,7 @@ def test_schema_validation_findings(schema: Any, instance: Any, findings: list[s
     ],
 )
 def test_critic_schema_agrees_with_the_verdict_type(instance: dict[str, Any]) -> None:
-    by_schema = validate(instance, CRITIC_OUTPUT_SCHEMA) == []
+    by_schema = validate_response(instance, CRITIC_OUTPUT_SCHEMA) == []
     try:
         msgspec.convert(instance, CriticVerdict)
         by_type = True

@@ -1,10 +1,11 @@
-"""The fast-path Structs of store verification mirror the checked ones, digest patterns aside.
+"""The views store verification decodes mirror the model types, digest patterns and raw JSON aside.
 
-The fast path decodes journal entries and cell records with every digest field a plain string
-and accepts a body only when each such field equals a digest it computed. That is sound only if
-the fast Structs differ from the checked ones in nothing else: same fields, order, defaults,
-constraints, tags and unknown-field policy. These tests compare msgspec's own description of
-both, with the digest pattern (and nothing else) erased.
+Verification decodes each journal entry and cell record into a view with every digest field a
+plain string (and, for a cell, the row, result and audit entries as raw JSON), and skips the
+decode into the model type only when each such field equals a digest it computed and each raw
+field is a JSON object. That is sound only if the views differ from the model types in nothing
+else: same fields, order, defaults, constraints, tags and unknown-field policy. These tests
+compare msgspec's own description of both, with those differences (and nothing else) erased.
 """
 
 from __future__ import annotations
@@ -14,19 +15,13 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from harness.store import AttemptRef, BeginEntry, EndEntry, JournalPos, SessionEntry
+from harness.store import AttemptRef, BeginEntry, CellRecord, EndEntry, JournalPos, SessionEntry
 from harness.store._journal import derive_range
-from harness.store._scan import (
-    _CellView,
-    _FastAttempt,
-    _FastBegin,
-    _FastCell,
-    _FastEnd,
-    _FastPos,
-    _FastSession,
-)
+from harness.store._scan_journal import BeginView, EndView, SessionView
+from harness.store._scan_records import AttemptView, CellView, PosView
 
 DIGEST_PATTERN = "^blake3:[0-9a-f]{64}$"
+JSON_OBJECT = ("dict", mi.StrType(), mi.AnyType())
 
 
 def shape(t: Any) -> Any:
@@ -48,29 +43,39 @@ def shape(t: Any) -> Any:
     return t
 
 
-def test_store_fast_journal_entries_mirror_the_entries() -> None:
-    pairs = [(SessionEntry, _FastSession), (BeginEntry, _FastBegin), (EndEntry, _FastEnd)]
-    for checked, fast in pairs:
-        assert shape(mi.type_info(fast)) == shape(mi.type_info(checked)), fast.__name__
+def test_store_journal_entry_views_mirror_the_entries() -> None:
+    pairs = [(SessionEntry, SessionView), (BeginEntry, BeginView), (EndEntry, EndView)]
+    for model, view in pairs:
+        assert shape(mi.type_info(view)) == shape(mi.type_info(model)), view.__name__
 
 
-def test_store_fast_cell_parts_mirror_the_record_parts() -> None:
-    assert shape(mi.type_info(_FastPos)) == shape(mi.type_info(JournalPos))
-    assert shape(mi.type_info(_FastAttempt)) == shape(mi.type_info(AttemptRef))
+def test_store_cell_view_parts_mirror_the_record_parts() -> None:
+    assert shape(mi.type_info(PosView)) == shape(mi.type_info(JournalPos))
+    assert shape(mi.type_info(AttemptView)) == shape(mi.type_info(AttemptRef))
 
 
-def test_store_fast_cell_is_the_cell_view_with_kind_as_a_required_field() -> None:
-    view = shape(mi.type_info(_CellView))
-    fast = shape(mi.type_info(_FastCell))
-    assert view[:5] == ("struct", "kind", "cell", False, True)
-    assert fast[:5] == ("struct", None, None, False, True)
-    kind = fast[5]
+def test_store_cell_view_is_the_cell_record_with_raw_objects_and_kind_as_a_field() -> None:
+    model = shape(mi.type_info(CellRecord))
+    view = shape(mi.type_info(CellView))
+    assert model[:5] == ("struct", "kind", "cell", False, True)
+    assert view[:5] == ("struct", None, None, False, True)
+    kind = view[5]
     assert kind == ("kind", "kind", mi.LiteralType(values=("cell",)), True, *kind[4:])
-    assert fast[6:] == view[5:]
+    raw = {"row": mi.RawType(), "result": mi.RawType(), "audit": ("VarTupleType", mi.RawType())}
+    objects = {"row": JSON_OBJECT, "result": JSON_OBJECT, "audit": ("VarTupleType", JSON_OBJECT)}
+    assert len(view[6:]) == len(model[5:])
+    for seen, expected in zip(view[6:], model[5:], strict=True):
+        name, _, kind_of, *rest = seen
+        if name in raw:
+            assert kind_of == raw[name], name
+            assert expected[2] == objects[name], name
+            assert (name, *rest) == (expected[0], *expected[3:]), name
+        else:
+            assert seen == expected, name
 
 
 def test_store_derived_attempt_fields_follow_attempt_ref_field_order() -> None:
-    # The fast path compares derive_range's plain tuples with astuple() of decoded attempts.
+    # The checks compare derive_range's plain tuples with astuple() of decoded attempts.
     assert AttemptRef.__struct_fields__ == (
         "begin_seq",
         "begin_hash",
@@ -78,5 +83,5 @@ def test_store_derived_attempt_fields_follow_attempt_ref_field_order() -> None:
         "end_hash",
         "orphaned",
     )
-    assert _FastAttempt.__struct_fields__ == AttemptRef.__struct_fields__
+    assert AttemptView.__struct_fields__ == AttemptRef.__struct_fields__
     assert derive_range([]) == ([], set(), [])

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from harness.json_schema import check_tool_schema, validate_tool
 from harness.tools import catalog as catalog_module
 from harness.tools.catalog import CATALOG, TOOL_IDS, call_tool, catalog, transient_failure
-from harness.tools.schema import check_schema, validate
 from harness.worlds import generate_world
 
 WORLD = generate_world("03").to_plain()
@@ -22,7 +22,7 @@ SCHEMAS = {tool["tool_id"]: tool for tool in CATALOG["tools"]}
 
 
 def _conforms(tool_id: str, response: dict[str, Any]) -> None:
-    problem = validate(response, SCHEMAS[tool_id]["response"])
+    problem = validate_tool(response, SCHEMAS[tool_id]["response"])
     assert problem is None, problem
 
 
@@ -36,8 +36,8 @@ def test_catalog_lists_every_tool_with_supported_schemas() -> None:
         "get_series",
     }
     for tool in CATALOG["tools"]:
-        assert check_schema(tool["args"]) is None
-        assert check_schema(tool["response"]) is None
+        assert check_tool_schema(tool["args"]) is None
+        assert check_tool_schema(tool["response"]) is None
         assert tool["description"]
     json.dumps(CATALOG)  # plain data
 
@@ -194,7 +194,7 @@ def test_transient_failure_is_nested_error_with_empty_data() -> None:
 def test_catalog_module_imports_only_the_standard_library() -> None:
     for module in (
         catalog_module,
-        sys.modules["harness.tools.schema"],
+        sys.modules["harness.json_schema"],
         sys.modules["harness.tools"],
     ):
         assert module.__file__ is not None
@@ -208,4 +208,4 @@ def test_catalog_module_imports_only_the_standard_library() -> None:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                assert top in sys.stdlib_module_names or name == "harness.tools.schema", name
+                assert top in sys.stdlib_module_names or name == "harness.json_schema", name

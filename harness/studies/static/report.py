@@ -440,29 +440,14 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
             ),
         ),
     ]
-    if png is not None:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.figure(
-                    png,
-                    alt="Bar chart of the unsafe completion rate per policy with interval whiskers",
-                    caption=figure_caption(results),
-                )
-                + _html.paragraph("The same figure as vector graphics: ucr.svg, ucr.pdf."),
-            )
+    sections.append(
+        _html.figure_section(
+            png,
+            alt="Bar chart of the unsafe completion rate per policy with interval whiskers",
+            caption=figure_caption(results),
+            vectors="ucr.svg, ucr.pdf",
         )
-    else:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.paragraph(
-                    "No figure: the report was made without the [plots] extra (matplotlib)."
-                ),
-            )
-        )
+    )
     sections += [
         _html.section("table3", "Table 3: single-check ablations", _html.table(t3_head, t3_body)),
         _html.section(

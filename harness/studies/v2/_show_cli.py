@@ -19,7 +19,7 @@ from click.shell_completion import CompletionItem
 from harness.errors import StoreError, StudyReportError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2.outcomes import POLICIES, CellResult
+from harness.studies.v2.outcomes import POLICIES, CellResult, decode_cell
 
 __all__ = ["v2_cells_cmd", "v2_show_cmd"]
 
@@ -130,12 +130,7 @@ def v2_cells_cmd(
         )
     rows = []
     for record in view.cells:
-        try:
-            result = msgspec.convert(record.result, CellResult, strict=True)
-        except msgspec.ValidationError as e:
-            raise StudyReportError(
-                f"record {record.seq} (row {record.row_index}) is not a V2 cell result: {e}"
-            ) from e
+        result = decode_cell(record)
         if pipeline is not None and result.policy != pipeline:
             continue
         if not _matches(result, outcome, fault):

@@ -34,9 +34,14 @@ byte-identical on every run. This module defines types and their invariants; it 
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
+
+from harness.errors import StudyReportError
+
+if TYPE_CHECKING:
+    from harness.store import CellRecord
 
 __all__ = [
     "ACTIONS",
@@ -53,6 +58,7 @@ __all__ = [
     "StepRecord",
     "Terminal",
     "Verdict",
+    "decode_cell",
 ]
 
 CheckpointKind = Literal["clean", "incomplete"]
@@ -239,3 +245,17 @@ class CellResult(_Result, frozen=True, kw_only=True):
             raise ValueError("tokens must be the sum of prompt, output and thought tokens")
         if self.provider_calls != self.planner_calls + self.critic_calls:
             raise ValueError("provider_calls must be planner_calls + critic_calls")
+
+
+def decode_cell(record: CellRecord) -> CellResult:
+    """The V2 cell result a committed store record holds.
+
+    Raises:
+        StudyReportError: the record does not decode as a V2 cell result.
+    """
+    try:
+        return msgspec.convert(record.result, CellResult, strict=True)
+    except msgspec.ValidationError as e:
+        raise StudyReportError(
+            f"record {record.seq} (row {record.row_index}) is not a V2 cell result: {e}"
+        ) from e

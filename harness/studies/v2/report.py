@@ -53,7 +53,7 @@ from harness.studies.v2.analysis import (
     analyze,
 )
 from harness.studies.v2.config import V2Config, decode_config
-from harness.studies.v2.outcomes import CellResult
+from harness.studies.v2.outcomes import CellResult, decode_cell
 from harness.studies.v2.pilot import pilot_label
 from harness.studies.v2.transcript import (
     CellTranscript,
@@ -216,12 +216,7 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
         raise StudyReportError(f"store {root} holds no committed cell")
     results = []
     for record in view.cells:
-        try:
-            result = msgspec.convert(record.result, CellResult, strict=True)
-        except msgspec.ValidationError as e:
-            raise StudyReportError(
-                f"record {record.seq} (row {record.row_index}) is not a V2 cell result: {e}"
-            ) from e
+        result = decode_cell(record)
         if result.cell_id != record.row.get("cell_id"):
             raise StudyReportError(
                 f"record {record.seq} holds the result of {result.cell_id}, not of its row "
@@ -763,30 +758,15 @@ def render_html(
             ),
         ),
     ]
-    if FIGURE_FILE in figures:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.figure(
-                    figures[FIGURE_FILE],
-                    alt="Bar charts of premature unsupported termination and supported "
-                    "completion per pipeline with interval whiskers",
-                    caption=figure_caption(document),
-                )
-                + _html.paragraph("The same figure as vector graphics: figure.svg, figure.pdf."),
-            )
+    sections.append(
+        _html.figure_section(
+            figures.get(FIGURE_FILE),
+            alt="Bar charts of premature unsupported termination and supported "
+            "completion per pipeline with interval whiskers",
+            caption=figure_caption(document),
+            vectors="figure.svg, figure.pdf",
         )
-    else:
-        sections.append(
-            _html.section(
-                "figure",
-                "Figure",
-                _html.paragraph(
-                    "No figure: the report was made without the [plots] extra (matplotlib)."
-                ),
-            )
-        )
+    )
     deltas = [
         [
             f"{d.metric} ({d.unit})",

@@ -47,7 +47,12 @@ from typing import Any
 
 import trio
 
-from harness.errors import StoreHasCellsError, StoreNotFoundError, V2StudyError
+from harness.errors import (
+    BreakerTrippedError,
+    StoreHasCellsError,
+    StoreNotFoundError,
+    V2StudyError,
+)
 from harness.log import get_logger
 from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
 from harness.providers.kinds import AttemptStatus, infrastructure_cause
@@ -126,10 +131,6 @@ def prepare(config: V2Config, rows: Sequence[Row]) -> StudyInputs:
     return StudyInputs(
         config=config, rows=tuple(rows), tasks=tasks, checkpoints=checkpoints, worlds=worlds
     )
-
-
-class BreakerTrippedError(Exception):
-    """Internal: the breaker refuses to begin another attempt (the cell in flight is dropped)."""
 
 
 class Breaker:
