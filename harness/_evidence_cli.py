@@ -15,12 +15,12 @@ from typing import Final
 import click
 import msgspec
 
-from harness.audit import audit_store, render_audit
+from harness.audit import audit_store, render_audit, study_kind
 from harness.errors import InputError
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
 from harness.resources import data_path, is_checkout
-from harness.store import lock_digest
+from harness.store import lock_digest, read_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
@@ -117,16 +117,26 @@ def replay_cmd(
 ) -> None:
     """Recompute every decision and the whole analysis offline, with no credential.
 
-    Ambient GOOGLE_*/GEMINI_* variables are removed first and every socket connection is
-    refused while replay runs. Exit 0 when everything matched, 3 when anything differed.
+    Works on a V2 or a static store (told by its genesis). Ambient GOOGLE_*/GEMINI_* variables
+    are removed first and every socket connection is refused while replay runs. Exit 0 when
+    everything matched, 3 when anything differed.
     """
     scrub_ambient()
-    config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
-    report = replay_store(store, config, report_dir=report_dir)
+    if study_kind(read_store(store), str(store)) == "static":
+        from harness.studies.static.replay import render_static_replay, replay_static
+
+        if config_path is not None:
+            raise InputError(f"--config applies only to V2 stores; {store} is a static store")
+        report = replay_static(store, report_dir=report_dir)
+        text = render_static_replay(report)
+    else:
+        config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
+        report = replay_store(store, config, report_dir=report_dir)
+        text = render_replay(report)
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
     else:
-        click.echo(render_replay(report))
+        click.echo(text)
     if not report.ok:
         sys.exit(3)
 

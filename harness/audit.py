@@ -24,7 +24,9 @@
   measured an outage, not the policy;
 - a scan of every file in the store for credential-shaped strings (``harness.privacy``).
 
-``report.ok`` is true only when nothing above is a problem. This module reads; it never writes
+The study (``v2`` or ``static``) comes from the genesis identity (``study_kind``); a store whose
+genesis names another study is refused in one line. ``report.ok`` is true only when nothing
+above is a problem. This module reads; it never writes
 a store and never needs a credential or the network.
 """
 
@@ -39,7 +41,7 @@ from typing import Any, Final
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StoreError, TamperError, UnsafeFileError
+from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, credential_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
@@ -62,6 +64,7 @@ __all__ = [
     "Tally",
     "audit_store",
     "render_audit",
+    "study_kind",
 ]
 
 _COST_TOLERANCE: Final = 1e-9
@@ -130,9 +133,31 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     status: str | None
 
 
+STUDY_KINDS: Final = ("v2", "static")
+
+
+def study_kind(view: StoreView, where: str) -> str:
+    """The study a store belongs to, from its genesis identity: ``static`` when it names that
+    study, ``v2`` when it names none (V2's genesis binds only the provider and a pilot label).
+
+    Raises:
+        StudyKindError: the genesis names another study (one line naming ``where``).
+    """
+    identity = {} if view.genesis is None else view.genesis.identity
+    named = identity.get("study")
+    if named is None:
+        return "v2"
+    if named == "static":
+        return "static"
+    raise StudyKindError(
+        f"{where} is neither a V2 nor a static study store (its genesis names study {named!r})"
+    )
+
+
 class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     """What ``audit_store`` found; ``ok`` only when ``problems`` is empty."""
 
+    study: str
     store_status: str
     store_code: str
     store_reason: str
@@ -347,6 +372,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
     """
     base = Path(root)
     view = read_store(base)
+    study = study_kind(view, str(base))
     problems: list[str] = []
     report = view.report
     if not report:
@@ -406,6 +432,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
     rows = [_row(a) for a in attempts.values()]
     providers = {a.record.provider.value for a in attempts.values() if a.record is not None}
     return AuditReport(
+        study=study,
         store_status=report.status.value,
         store_code=report.code.value,
         store_reason=report.reason,
@@ -513,6 +540,7 @@ def render_audit(report: AuditReport) -> str:
             if report.finalized
             else ", not finalized (no manifest pins this store)"
         ),
+        f"study: {report.study}",
     ]
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "

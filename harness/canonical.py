@@ -75,7 +75,6 @@ class Domain(StrEnum):
     PROVIDER_ATTEMPT = "provider.attempt.v1"
     LOOPBACK_DRAW = "provider.loopback-draw.v1"
     POLICY_VIEW = "policy.view.v1"
-    STATIC_RUN_FILE = "study.static-run-file.v1"
     SANDBOX_PROFILE = "sandbox.profile.v1"
     LOCKED_FILE = "study.locked-file.v1"
     REPORT_TABLE = "study.report-table.v1"

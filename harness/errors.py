@@ -59,6 +59,7 @@ __all__ = [
     "PrivacyError",
     "ReplayMismatchError",
     "StudyLockError",
+    "StudyKindError",
     "StudyReportError",
     "ToolTraceError",
     "UnknownTaskError",
@@ -71,7 +72,6 @@ __all__ = [
     "V2ScheduleError",
     "V2StudyError",
     "FastPathInvariantError",
-    "RunDirectoryExistsError",
     "RunRecordsError",
     "StaticStudyError",
 ]
@@ -340,6 +340,10 @@ class ReplayMismatchError(StudyReportError):
     exit_code = 3
 
 
+class StudyKindError(StudyReportError):
+    """The store's genesis identity names neither study (V2 or static), or not the one asked."""
+
+
 class ExportError(HarnessError):
     """An artifact bundle cannot be written (missing input, output exists)."""
 
@@ -357,12 +361,9 @@ class StaticStudyError(HarnessError):
     """The static study cannot run or report as asked."""
 
 
-class RunDirectoryExistsError(StaticStudyError):
-    """The run's output directory exists and is not empty; a run never overwrites one."""
-
-
 class RunRecordsError(StaticStudyError):
-    """A run directory's records are missing, malformed, incomplete or disagree with run.json."""
+    """A static store's records are not a static run's (a result or identity does not decode,
+    a decision is missing or repeated), or its report cannot be written."""
 
 
 class FastPathInvariantError(StaticStudyError):

@@ -11,7 +11,7 @@ Names inside a directory are opened relative to that directory's descriptor (``d
 directory swapped for a symlink after it was opened cannot redirect the read.
 
 ``write_atomic`` is the one way the harness replaces a whole file outside the store (the lock,
-reports, a static run's run.json and blobs): the bytes go to a hidden temporary beside the file
+reports): the bytes go to a hidden temporary beside the file
 and are renamed over it, so a reader sees the old file or the new one, never a torn one. The
 run store's own commit protocol (``harness.store``) has its own injected-fault file layer.
 

@@ -3,7 +3,7 @@
 Measures (a) a cold process that imports the package, builds the benchmark, checks it against
 the pinned manifest, lets all 14 policies (the seven of Table 2 and the seven single-check
 ECT ablations) decide on the 324 held-out snapshots (324 simulated full-trace critic calls,
-journaled), writes the run directory, then reads it back, checks it, computes every endpoint,
+journaled), writes the run store, then reads it back, checks it, computes every endpoint,
 H1 with both 10,000-replicate bootstraps (36 tasks, 6 worlds), the per-policy UCR intervals,
 Table 2, Table 3 and writes every table and the PNG figure; (b) the same work in a warm
 process, split by stage. Target: (a) under 5 s.
@@ -57,7 +57,7 @@ out = Path(sys.argv[1])
 selection = select_provider("simulated", credential_file=None, credential_env=None, base_url=None)
 info = run_static(out, split="heldout", selection=selection)
 results = write_report(out)
-assert info.records == 4536 and results.h1.passed
+assert info.decisions == 4536 and results.h1.passed
 assert [r.unsafe for r in results.rows if r.policy == "ect"] == [0]
 """
 

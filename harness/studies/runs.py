@@ -1,18 +1,18 @@
-"""Find your runs: every run store (V2) and static run directory under a folder, with its state.
+"""Find your runs: every run store (V2 or static) under a folder, with its state.
 
 ``list_runs(parent)`` looks at each directory directly under ``parent`` (default ``stores/``)
 and describes it without writing anything:
 
-- a V2 run store (it has ``records.log``) is read through the public ``harness.store`` API
-  (``read_store``): its cells committed and expected come from the verified prefix and the
-  bound schedule, the provider from its committed results and the model from its recorded
-  provider attempts (or from the identity its genesis binds, when it binds one);
-- a static run directory (it has ``decisions.jsonl``) is read through ``run.json``.
+a run store (it has ``records.log``) is read through the public ``harness.store`` API
+(``read_store``): its study (``static`` when its genesis identity says so, else ``v2``), its
+cells committed and expected from the verified prefix and the bound schedule (a static store's
+cell is one snapshot), the provider and model from the identity its genesis binds (or, for a
+store made before genesis bound one, from its results and recorded provider attempts).
 
 States: ``in progress`` (a live writer holds the store), ``interrupted`` (a verified prefix that
-is not finalized: ``harness v2 resume`` continues it), ``finalized`` (a valid manifest seals it;
-for a static run: ``run.json`` and every file digest agree), ``pilot`` (a finalized or
-interrupted store whose schedule is a subset of the frozen schedule its study lock covers) and
+is not finalized: ``harness v2 resume`` or ``harness static resume`` continues it),
+``finalized`` (a valid manifest seals it), ``pilot`` (a finalized or interrupted V2 store whose
+schedule is a subset of the frozen schedule its study lock covers) and
 ``damaged`` (verification fails for a reason no crash explains, or the directory cannot be
 read). The last write time is the newest modification time of the run's own files, in UTC: a
 listing fact, never part of anything hashed.
@@ -42,7 +42,6 @@ RUN_STATES: Final[tuple[RunState, ...]] = (
     "damaged",
 )
 _STORE_FILES: Final = ("records.log", "HEAD", "journal.log", "MANIFEST")
-_STATIC_FILES: Final = ("decisions.jsonl", "attempts.jsonl", "run.json")
 
 
 class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,7 +102,12 @@ def _provider_model(view: StoreView) -> tuple[str, str]:
     return ", ".join(providers) or "unknown", ", ".join(models) or "unknown"
 
 
-def _v2_entry(root: Path) -> RunEntry:
+def _study(view: StoreView) -> Literal["v2", "static"]:
+    identity = getattr(view.genesis, "identity", None)
+    return "static" if isinstance(identity, dict) and identity.get("study") == "static" else "v2"
+
+
+def _store_entry(root: Path) -> RunEntry:
     when = _last_write(root, _STORE_FILES)
     try:
         view = read_store(root)
@@ -122,6 +126,7 @@ def _v2_entry(root: Path) -> RunEntry:
         )
     report = view.report
     provider, model = _provider_model(view)
+    study = _study(view)
     status = report.status.value
     state: RunState
     if status == "tamper":
@@ -129,7 +134,7 @@ def _v2_entry(root: Path) -> RunEntry:
     elif status == "in_progress":
         state = "in progress"
     else:
-        frozen = frozen_rows(root)
+        frozen = frozen_rows(root) if study == "v2" else None
         if frozen is not None and report.schedule_rows < frozen:
             state = "pilot"
         elif report.finalized:
@@ -139,7 +144,7 @@ def _v2_entry(root: Path) -> RunEntry:
     return RunEntry(
         id=root.name,
         path=str(root),
-        study="v2",
+        study=study,
         provider=provider,
         model=model,
         cells=report.cells,
@@ -147,59 +152,6 @@ def _v2_entry(root: Path) -> RunEntry:
         state=state,
         last_write=when,
         reason=f"{report.code.value}: {report.reason}",
-    )
-
-
-def _static_entry(root: Path) -> RunEntry:
-    from harness.errors import RunRecordsError
-    from harness.studies.static.analysis import load_run
-
-    when = _last_write(root, _STATIC_FILES)
-    try:
-        with (root / "decisions.jsonl").open("rb") as lines:
-            decided = sum(1 for _ in lines)
-    except OSError:
-        decided = 0
-    if not (root / "run.json").exists():
-        return RunEntry(
-            id=root.name,
-            path=str(root),
-            study="static",
-            provider="unknown",
-            model="unknown",
-            cells=decided,
-            expected=None,
-            state="interrupted",
-            last_write=when,
-            reason="no run.json: the run did not finish",
-        )
-    try:
-        run = load_run(root)
-    except RunRecordsError as e:
-        return RunEntry(
-            id=root.name,
-            path=str(root),
-            study="static",
-            provider="unknown",
-            model="unknown",
-            cells=decided,
-            expected=None,
-            state="damaged",
-            last_write=when,
-            reason=str(e),
-        )
-    info = run.info
-    return RunEntry(
-        id=root.name,
-        path=str(root),
-        study="static",
-        provider="simulated" if info.simulated else info.provider.provider.value,
-        model=info.model,
-        cells=len(run.records),
-        expected=info.records,
-        state="finalized",
-        last_write=when,
-        reason=f"{info.split} split, {info.snapshots} snapshots",
     )
 
 
@@ -213,7 +165,5 @@ def list_runs(parent: Path) -> list[RunEntry]:
         if child.is_symlink() or not child.is_dir():
             continue
         if (child / "records.log").exists() or (child / "HEAD").exists():
-            entries.append(_v2_entry(child))
-        elif (child / "decisions.jsonl").exists() or (child / "run.json").exists():
-            entries.append(_static_entry(child))
+            entries.append(_store_entry(child))
     return entries

@@ -1,18 +1,19 @@
-"""``harness static run`` and ``harness static report``: output, exit codes, one-line errors."""
+"""``harness static run``, ``resume`` and ``report``: output, exit codes, one-line errors."""
 
 from __future__ import annotations
 
 import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.providers import default_generation_config, select_provider
-from harness.studies.static.report import REPORT_FILES
-from harness.studies.static.run import default_out
+from harness.resources import default_stores_dir
+from harness.studies.static.report import REPORT_DIR, REPORT_FILES
+from harness.studies.static.run import default_store_dir
 
 
 @pytest.fixture(autouse=True)
@@ -27,9 +28,12 @@ def dev_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "dev"
     result = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.stdout == (
-        f"wrote 1512 decisions on 108 snapshots (108 provider attempts, simulated) to {out}\n"
+    first, second = result.stdout.splitlines()
+    assert first == (
+        f"wrote 1512 decisions on 108 snapshots (108 provider attempts, simulated) to {out}; "
+        "108/108 snapshots committed"
     )
+    assert re.fullmatch(r"manifest: blake3:[0-9a-f]{64} \(keep this digest elsewhere: .*\)", second)
     return out
 
 
@@ -41,7 +45,7 @@ def test_static_group_keeps_export_and_adds_run_and_report() -> None:
     result = CliRunner().invoke(main, ["static", "--help"])
     assert result.exit_code == 0
     commands = re.findall(r"^  (\w+)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
-    assert commands == ["export", "report", "run"]
+    assert commands == ["export", "report", "resume", "run"]
 
 
 def test_static_report_prints_table2_and_h1_and_writes_files(dev_run: Path) -> None:
@@ -65,7 +69,7 @@ def test_static_report_prints_table2_and_h1_and_writes_files(dev_run: Path) -> N
     assert lines[-1].endswith("H1 passed.")
     assert result.stderr.startswith("wrote table2.md, ")
     for name in REPORT_FILES:
-        assert (dev_run / name).is_file(), name
+        assert (dev_run / REPORT_DIR / name).is_file(), name
 
 
 def test_static_run_refuses_a_non_empty_directory_and_leaves_it_alone(dev_run: Path) -> None:
@@ -74,8 +78,8 @@ def test_static_run_refuses_a_non_empty_directory_and_leaves_it_alone(dev_run: P
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        f"error: output directory {str(dev_run)!r} exists and is not empty; a run never "
-        "overwrites one - choose another --out or remove it\n"
+        f"error: {dev_run} already holds a run store; continue it with `harness static resume "
+        f"{dev_run}` or choose another --out\n"
     )
     assert _files(dev_run) == before
 
@@ -91,22 +95,22 @@ def test_static_run_refuses_a_file_as_out(tmp_path: Path) -> None:
     assert target.read_text() == "x"
 
 
-def test_static_run_default_out_is_under_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["static", "run", "--split", "dev"])
-    assert result.exit_code == 0, result.output
-    selection = select_provider(
-        "simulated", credential_file=None, credential_env=None, base_url=None
+def test_static_run_default_out_is_a_new_store_under_stores() -> None:
+    # Named like V2's stores (the study, then the UTC time); not run here: it would write
+    # into the checkout's stores/.
+    made = default_store_dir("dev", datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    assert made == default_stores_dir() / "static-dev-20260102T030405Z"
+
+
+def test_static_run_refuses_a_non_empty_directory_that_is_no_store(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("x")
+    result = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {tmp_path} exists and is not empty; a run never writes into one - choose "
+        "another --out or remove it\n"
     )
-    expected = default_out("dev", selection, default_generation_config())
-    assert re.fullmatch(r"stores/static-dev-simulated-[0-9a-f]{12}", str(expected))
-    assert result.stdout.endswith(f" to {expected}\n")
-    assert (tmp_path / expected / "run.json").is_file()
-    again = CliRunner().invoke(main, ["static", "run", "--split", "dev"])
-    assert again.exit_code == 2
-    assert "exists and is not empty" in again.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["x"]
 
 
 @pytest.mark.parametrize(
@@ -120,8 +124,8 @@ def test_static_run_default_out_is_under_stores(
             ["run", "--provider", "gemini", "--credential-file", "{tmp}/missing-key"],
             r"^error: .*missing-key.*\n$",
         ),
-        (["report", "{tmp}/nowhere"], r"^error: no run directory '.*nowhere'\n$"),
-        (["report", "{tmp}"], r"^error: '.*' has no run\.json: not a finished static run\n$"),
+        (["report", "{tmp}/nowhere"], r"^error: no store at .*nowhere\n$"),
+        (["report", "{tmp}"], r"^error: .* is not a run store \(no records\.log and no HEAD\)\n$"),
     ],
     ids=["credential-for-simulated", "gemini-missing-key", "report-missing", "report-empty"],
 )

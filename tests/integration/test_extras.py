@@ -90,12 +90,13 @@ def test_v2_report_without_plots_writes_every_file_but_the_figure(tmp_path: Path
 def test_static_report_without_plots_writes_every_table(tmp_path: Path) -> None:
     run = _run("matplotlib", "static", "run", "--split", "dev", "--out", "run", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    (tmp_path / "run" / "ucr.png").write_bytes(b"a figure of older results")
+    (tmp_path / "run" / "report").mkdir()
+    (tmp_path / "run" / "report" / "ucr.png").write_bytes(b"a figure of older results")
     done = _run("matplotlib", "static", "report", "run", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "install 'ect-harness[plots]' for ucr.png" in done.stderr
-    assert not (tmp_path / "run" / "ucr.png").exists()
-    assert (tmp_path / "run" / "table2.md").is_file()
+    assert not (tmp_path / "run" / "report" / "ucr.png").exists()
+    assert (tmp_path / "run" / "report" / "table2.md").is_file()
     assert "ucr.png" not in done.stderr.splitlines()[-1]
 
 

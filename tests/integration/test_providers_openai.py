@@ -42,6 +42,7 @@ from harness.providers.selection import (
     provider_identity,
     select_provider,
 )
+from harness.store import read_store
 from harness.studies.static.run import run_static
 
 KEY = "sk-FAKE-test-key-0123456789abcdefghij"
@@ -327,8 +328,8 @@ def test_static_dev_run_through_openai_audits_every_attempt(
         no_credential=True,
     )
     info = run_static(out, split="dev", selection=selection)
-    assert not info.simulated
     assert info.attempts == len(fake.chat_requests) == 108
-    run = json.loads((out / "run.json").read_text())
-    assert MODEL in json.dumps(run)
-    assert run["provider"]["provider"] == "openai"
+    genesis = read_store(out).genesis
+    assert genesis is not None
+    assert MODEL in json.dumps(genesis.identity)
+    assert genesis.identity["provider"]["provider"] == "openai"

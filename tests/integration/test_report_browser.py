@@ -39,7 +39,7 @@ def static_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         done = subprocess.run([*harness, *args], capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
-    return run / "report.html"
+    return run / "report" / "report.html"
 
 
 @pytest.fixture(scope="module")

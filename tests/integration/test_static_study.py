@@ -1,6 +1,6 @@
 """The static study end to end on the held-out grid: run, records, report, acceptance numbers.
 
-One real run (simulated provider) writes its directory; every test reads it back through the
+One real run (simulated provider) writes its run store; every test reads it back through the
 report code, or recounts the records itself. The paper's deterministic Table 2 rows and H1 are
 the acceptance targets; Table 3's design effects (claim coverage, value replay, recovery check)
 too. Other ablation effects are measured and pinned as regressions of the pinned benchmark.
@@ -21,11 +21,14 @@ import pytest
 
 from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import manifest_of
-from harness.errors import RunRecordsError
+from harness.ect.model import Verdict
+from harness.errors import TamperError
 from harness.providers import select_provider
-from harness.studies.static.analysis import StaticResults, analyse, load_run
-from harness.studies.static.records import file_digest
+from harness.store import read_store
+from harness.studies.static.analysis import StaticResults, StaticRun, analyse, load_run
+from harness.studies.static.records import DecisionRecord, StaticIdentity
 from harness.studies.static.report import (
+    REPORT_DIR,
     REPORT_FILES,
     render_table2,
     write_report,
@@ -33,7 +36,6 @@ from harness.studies.static.report import (
 from harness.studies.static.run import (
     ABLATION_POLICIES,
     MAIN_POLICIES,
-    RunInfo,
     run_static,
 )
 
@@ -82,17 +84,26 @@ def results(run_dir: Path) -> StaticResults:
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+    return [d for cell in read_store(run_dir).cells for d in cell.result["decisions"]]
 
 
 def test_run_writes_one_record_per_policy_and_snapshot(run_dir: Path) -> None:
-    info = msgspec.json.decode((run_dir / "run.json").read_bytes(), type=RunInfo)
+    view = read_store(run_dir)
+    assert view.genesis is not None
+    info = msgspec.convert(view.genesis.identity, StaticIdentity, strict=True)
     records = _records(run_dir)
-    assert info.snapshots == 324 == PROGRESS.length == PROGRESS.steps
-    assert info.records == len(records) == 324 * 14
+    assert view.report.finalized
+    assert view.report.cells == view.report.schedule_rows
+    assert len(view.cells) == 324 == PROGRESS.length == PROGRESS.steps
+    assert len(records) == 324 * 14
+    assert [c.row["snapshot_id"] for c in view.cells] == [
+        c.result["snapshot_id"] for c in view.cells
+    ]
+    assert set(view.cells[0].row) == {"snapshot_id", "task_id", "fault", "split"}
     assert info.policies == (*MAIN_POLICIES, *ABLATION_POLICIES)
     assert info.simulated
-    assert info.attempts == 324
+    assert info.split == "heldout"
+    assert sum(len(c.audit) for c in view.cells) == 324
     assert info.manifest_digest == manifest_of(benchmark()).digest
     assert (info.critic_core_seed, info.full_trace_critic_seed) == (1, 2705)
     assert Counter(r["policy"] for r in records) == dict.fromkeys(info.policies, 324)
@@ -215,62 +226,56 @@ def test_unsupported_claims_accepted_match_a_recount(run_dir: Path, results: Sta
     assert by_policy["ect"].accepted == 0
     assert by_policy["critic_core"].accepted == by_policy["critic_core"].claims == 252
     write_report(run_dir)
-    text = (run_dir / "endpoints.md").read_text()
+    text = (run_dir / REPORT_DIR / "endpoints.md").read_text()
     assert (
         "## Unsupported claims accepted (F1-F7 snapshots completed; 95% task-cluster interval)"
         in text
     )
     assert "| ECT | 0/252 | 0.0 | [0.0, 0.0] | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in text
-    page = (run_dir / "report.html").read_text()
+    page = (run_dir / REPORT_DIR / "report.html").read_text()
     assert "Unsupported claims accepted" in page
     assert "SIMULATED PROVIDER" in page
-    assert (run_dir / "ucr.svg").read_bytes().lstrip().startswith(b"<?xml")
-    assert (run_dir / "ucr.pdf").read_bytes().startswith(b"%PDF-")
+    assert "PARTIAL" not in page
+    assert (run_dir / REPORT_DIR / "ucr.svg").read_bytes().lstrip().startswith(b"<?xml")
+    assert (run_dir / REPORT_DIR / "ucr.pdf").read_bytes().startswith(b"%PDF-")
 
 
 def test_simulated_full_trace_row_is_labelled_everywhere(run_dir: Path) -> None:
     write_report(run_dir)
     for name in ("table2.md", "table2.csv", "table2.tex", "endpoints.md"):
-        text = (run_dir / name).read_text()
+        text = (run_dir / REPORT_DIR / name).read_text()
         assert "Full-trace critic (simulated)" in text, name
         assert "| Full-trace critic |" not in text
-    table = json.loads((run_dir / "table2.json").read_text())
+    table = json.loads((run_dir / REPORT_DIR / "table2.json").read_text())
     assert table["simulated"] is True
     labels = {row["policy"]: row["label"] for row in table["rows"]}
     assert labels["full_trace_critic"] == "Full-trace critic (simulated)"
 
 
 def test_report_regenerates_byte_identically_from_the_records(run_dir: Path) -> None:
+    out = run_dir / REPORT_DIR
     write_report(run_dir)
-    first = {name: (run_dir / name).read_bytes() for name in REPORT_FILES}
+    first = {name: (out / name).read_bytes() for name in REPORT_FILES}
     assert first["ucr.png"].startswith(b"\x89PNG\r\n\x1a\n")
     for name in REPORT_FILES:
-        (run_dir / name).unlink()
+        (out / name).unlink()
     write_report(run_dir)
-    assert {name: (run_dir / name).read_bytes() for name in REPORT_FILES} == first
+    assert {name: (out / name).read_bytes() for name in REPORT_FILES} == first
 
 
-def _rewrite(copy: Path, records: list[dict[str, Any]]) -> None:
-    """Write ``records`` as decisions.jsonl and re-bind run.json to them."""
-    data = b"".join(msgspec.json.encode(r, order="sorted") + b"\n" for r in records)
-    (copy / "decisions.jsonl").write_bytes(data)
-    run = json.loads((copy / "run.json").read_text())
-    run["files"]["decisions.jsonl"] = file_digest(data)
-    run["records"] = len(records)
-    (copy / "run.json").write_text(json.dumps(run))
-
-
-def test_report_recomputes_from_changed_records(run_dir: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "run"
-    shutil.copytree(run_dir, copy)
-    records = _records(copy)
+def test_report_recomputes_from_changed_records(run_dir: Path) -> None:
+    # The analysis is a function of the records: change three (in memory; the store itself
+    # refuses any edit) and every figure follows.
+    run = load_run(run_dir)
     flipped_tasks = ["w02-lookup", "w03-top_k", "w05-aggregation"]
-    for r in records:
-        if r["policy"] == "ect" and r["fault"] == "F2" and r["task_id"] in flipped_tasks:
-            r["decision"] = "complete"
-            r["reason_codes"] = []
-    _rewrite(copy, records)
-    results = analyse(load_run(copy))
+    records = tuple(
+        msgspec.structs.replace(r, decision=Verdict.COMPLETE, reason_codes=())
+        if r.policy == "ect" and r.fault == "F2" and r.task_id in flipped_tasks
+        else r
+        for r in run.records
+    )
+    assert all(isinstance(r, DecisionRecord) for r in records)
+    results = analyse(StaticRun(**{**msgspec.structs.asdict(run), "records": records}))
     ect = next(row for row in results.rows if row.policy == "ect")
     assert ect.unsafe == 3
     # The three tasks now have an unsafe complete under both policies: no longer discordant.
@@ -281,40 +286,12 @@ def test_report_recomputes_from_changed_records(run_dir: Path, tmp_path: Path) -
     assert f2.ect_count == 0  # F4 untouched
 
 
-@pytest.mark.parametrize(
-    ("damage", "message"),
-    [
-        ("edit-line", r"decisions\.jsonl in .* does not match the digest in run\.json"),
-        ("no-run-json", r"has no run\.json: not a finished static run"),
-        ("duplicate", r"ect decided w02-lookup\.C0 twice"),
-        ("drop-attempts", r"attempts\.jsonl in .* does not match the digest"),
-        ("bad-json", r"decisions\.jsonl line 1: "),
-    ],
-)
-def test_damaged_run_directory_is_refused_with_one_line(
-    run_dir: Path, tmp_path: Path, damage: str, message: str
-) -> None:
+def test_an_edited_record_is_refused_with_one_line(run_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
-    decisions = copy / "decisions.jsonl"
-    if damage == "edit-line":
-        decisions.write_bytes(decisions.read_bytes().replace(b'"stuck"', b'"continue"', 1))
-    elif damage == "no-run-json":
-        (copy / "run.json").unlink()
-    elif damage == "duplicate":
-        records = _records(copy)
-        duplicate = next(r for r in records if r["policy"] == "ect")
-        _rewrite(copy, [*records[:-1], duplicate])
-    elif damage == "drop-attempts":
-        attempts = copy / "attempts.jsonl"
-        attempts.write_bytes(b"".join(attempts.read_bytes().splitlines(keepends=True)[:-2]))
-    else:
-        _rewrite(copy, [])
-        data = b"{not json\n"
-        decisions.write_bytes(data)
-        run = json.loads((copy / "run.json").read_text())
-        run["files"]["decisions.jsonl"] = file_digest(data)
-        (copy / "run.json").write_text(json.dumps(run))
-    with pytest.raises(RunRecordsError, match=message) as caught:
+    log = copy / "records.log"
+    log.write_bytes(log.read_bytes().replace(b'"decision":"stuck"', b'"decision":"continue"', 1))
+    with pytest.raises(TamperError, match=r"fails verification \(tamper, ") as caught:
         load_run(copy)
     assert "\n" not in str(caught.value)
+    assert caught.value.exit_code == 3

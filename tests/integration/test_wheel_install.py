@@ -118,7 +118,8 @@ def test_lock_check_works_and_lock_writing_names_the_checkout(installed: Path, w
 def test_static_study_runs_and_reports(installed: Path, work: Path) -> None:
     _run([str(installed), "static", "run", "--out", "static"], work)
     _run([str(installed), "static", "report", "static"], work)
-    assert (work / "static" / "table2.md").is_file()
+    assert (work / "static" / "report" / "table2.md").is_file()
+    _run([str(installed), "store", "verify", "static"], work)
 
 
 def test_v2_study_runs_and_reports(installed: Path, work: Path) -> None:

@@ -1,7 +1,8 @@
 """The static snapshot study: every policy decides every benchmark snapshot once.
 
-Modules: ``run`` (the run: policies over the snapshot grid), ``records`` (the run folder:
-decision records, attempt journal, blobs, run.json), ``analysis`` (load the run folder,
-recompute every endpoint and H1), ``report`` (render Markdown, CSV, LaTeX, JSON, HTML; write),
-``figure`` (the interval figure) and ``_cli`` (``harness static ...``).
+Modules: ``run`` (the run: policies over the snapshot grid, written through the run store;
+resume), ``records`` (what the store holds for it: identity, one row and one record per
+snapshot), ``analysis`` (load the verified store, recompute every endpoint and H1), ``report``
+(render Markdown, CSV, LaTeX, JSON, HTML; write), ``figure`` (the interval figure), ``replay``
+(every decision and report file again, offline) and ``_cli`` (``harness static ...``).
 """

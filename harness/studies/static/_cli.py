@@ -1,8 +1,8 @@
-"""``harness static run`` and ``harness static report``, added to the existing ``static`` group.
+"""``harness static run``, ``resume`` and ``report``, added to the existing ``static`` group.
 
 The ``static`` group itself (with ``export``) belongs to the benchmark's command module; this
-module only adds the study's two commands to it (``add_static_commands``), so both live under
-one ``harness static``.
+module only adds the study's commands to it (``add_static_commands``), so all live under one
+``harness static``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,28 @@ from pathlib import Path
 
 import click
 
-from harness.errors import ProviderSelectionError, StaticStudyError
-from harness.providers.config import default_generation_config
-from harness.providers.selection import ProviderSelection, provider_options
-from harness.studies.static.run import STUDY_SPLITS, Progress, StudySplit, default_out, run_static
+from harness.errors import StaticStudyError
+from harness.log import verbosity
+from harness.providers.selection import (
+    ProviderFlags,
+    ProviderSelection,
+    provider_options,
+    resume_provider_options,
+)
+from harness.studies.static.records import StudySplit
+from harness.studies.static.run import (
+    STUDY_SPLITS,
+    Progress,
+    ProgressFactory,
+    StaticOutcome,
+    default_store_dir,
+    resume_static,
+    run_static,
+)
 
-__all__ = ["add_static_commands", "report_cmd", "run_cmd"]
+__all__ = ["add_static_commands", "report_cmd", "resume_cmd", "run_cmd"]
+
+_LOCK_HELP = "Study lock the store is bound to (default: schedules/study-lock.json)."
 
 
 @contextmanager
@@ -28,6 +44,30 @@ def _bar(length: int) -> Iterator[Progress]:
         length=length, label="static study", file=sys.stderr, show_pos=True
     ) as bar:
         yield bar
+
+
+def _progress() -> ProgressFactory | None:
+    return _bar if verbosity() >= 0 else None
+
+
+def _echo(outcome: StaticOutcome) -> None:
+    if outcome.complete:
+        click.echo(f"complete: {outcome.done} snapshots, manifest {outcome.manifest}")
+        return
+    if outcome.orphaned_attempts:
+        click.echo(
+            f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
+            "(bound into the first record of this session)"
+        )
+    click.echo(
+        f"wrote {outcome.decisions} decisions on {outcome.committed} snapshots "
+        f"({outcome.attempts} provider attempts, {outcome.provider}) to {outcome.store}; "
+        f"{outcome.done}/{outcome.snapshots} snapshots committed"
+    )
+    click.echo(
+        f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
+        "rewritten store)"
+    )
 
 
 @click.command("run")
@@ -43,54 +83,89 @@ def _bar(length: int) -> Iterator[Progress]:
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="New or empty directory for the records "
-    "[default: stores/static-<split>-<provider>-<config digest>].",
+    help="New run store directory [default: stores/static-<split>-<UTC time>]. Refused if "
+    "it exists and is not empty.",
 )
-def run_cmd(provider: ProviderSelection, split: StudySplit, out: Path | None) -> None:
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+def run_cmd(
+    provider: ProviderSelection, split: StudySplit, out: Path | None, lock_path: Path | None
+) -> None:
     """Run the seven termination policies and the ECT ablations over the static grid.
 
-    Writes decisions.jsonl (one record per policy and snapshot), attempts.jsonl, blobs/ and
-    run.json into the output directory, then prints its path. Tables come from
-    ``harness static report DIR``.
+    Writes a run store (one record per snapshot holding every policy's decision, the
+    provider-attempt journal, raw responses as blobs, the manifest at the end) and prints its
+    path. Ctrl-C stops it (exit 130), a provider outage too (exit 75): `harness static resume
+    STORE` continues. Tables come from `harness static report STORE`.
     """
-    if provider.planner is not None:
-        # The static study has no planner: its snapshots are fixed, only critics are asked.
-        raise ProviderSelectionError("--planner applies only to harness v2 run")
-    target = out if out is not None else default_out(split, provider, default_generation_config())
-    info = run_static(target, split=split, selection=provider, progress=_bar)
-    click.echo(
-        f"wrote {info.records} decisions on {info.snapshots} snapshots "
-        f"({info.attempts} provider attempts, {provider.provider.value}) to {target}"
+    target = out if out is not None else default_store_dir(split)
+    outcome = run_static(
+        target, split=split, selection=provider, lock_path=lock_path, progress=_progress()
     )
+    _echo(outcome)
+
+
+@click.command("resume")
+@click.argument("store_dir", metavar="STORE", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+@resume_provider_options
+def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags) -> None:
+    """Continue a static store from its verified prefix and finalize it.
+
+    The split, provider, model, endpoint and generation config come from the store's genesis;
+    only the credential is given again (a gemini store needs --credential-file or
+    --credential-env). A flag that contradicts the store is refused. A finalized store: exit 0,
+    nothing written.
+    """
+    outcome = resume_static(store_dir, flags=provider, lock_path=lock_path, progress=_progress())
+    _echo(outcome)
 
 
 @click.command("report")
-@click.argument("run_dir", metavar="DIR", type=click.Path(path_type=Path))
-def report_cmd(run_dir: Path) -> None:
-    """Recompute every number from a run's records; print Table 2 and the H1 line.
+@click.argument("store_dir", metavar="STORE", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where the report files go (default: STORE/report).",
+)
+def report_cmd(store_dir: Path, out: Path | None) -> None:
+    """Recompute every number from a static store; print Table 2 and the H1 line.
 
-    Writes Table 2 and Table 3 (Markdown, CSV, LaTeX, JSON), the secondary endpoints and
-    ucr.png into DIR.
+    The store is read through verification: a tampered one is refused (exit 3), an unfinalized
+    one is reported as PARTIAL in every file. Writes Table 2 and Table 3 (Markdown, CSV,
+    LaTeX, JSON), the secondary endpoints, report.html and ucr.png/.svg/.pdf.
     """
-    from harness.studies.static.report import REPORT_FILES, h1_line, render_table2, write_report
+    from harness.studies.static.report import (
+        REPORT_DIR,
+        REPORT_FILES,
+        h1_line,
+        partial_line,
+        render_table2,
+        write_report,
+    )
 
-    results = write_report(run_dir)
+    results = write_report(store_dir, out)
+    target = out if out is not None else store_dir / REPORT_DIR
     table = render_table2(results)["md"].split("\n\n", 1)[0]
+    partial = partial_line(results)
+    if partial is not None:
+        click.echo(partial)
     click.echo(table.rstrip("\n"))
     click.echo()
     click.echo(h1_line(results))
-    written = [name for name in REPORT_FILES if (run_dir / name).is_file()]
-    click.echo(f"wrote {', '.join(written)} to {run_dir}", err=True)
+    written = [name for name in REPORT_FILES if (target / name).is_file()]
+    click.echo(f"wrote {', '.join(written)} to {target}", err=True)
 
 
 def add_static_commands(main: click.Group) -> None:
-    """Add ``run`` and ``report`` to ``main``'s existing ``static`` group.
+    """Add ``run``, ``resume`` and ``report`` to ``main``'s existing ``static`` group.
 
     Raises:
         StaticStudyError: when ``main`` has no ``static`` group to extend (a wiring mistake).
     """
     group = main.commands.get("static")
     if not isinstance(group, click.Group):
-        raise StaticStudyError("the CLI has no 'static' command group to add run and report to")
+        raise StaticStudyError("the CLI has no 'static' command group to add its commands to")
     group.add_command(run_cmd)
+    group.add_command(resume_cmd)
     group.add_command(report_cmd)

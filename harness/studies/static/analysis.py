@@ -1,8 +1,12 @@
 """The static study's analysis: load a run's records and recompute every endpoint and H1.
 
-``load_run`` reads a run directory and refuses anything that is not a complete, untouched run
-(run.json present, file digests equal, one record per policy and snapshot, consistent labels,
-every cited provider attempt journaled). ``analyse`` recomputes everything from the records (the
+``load_run`` reads a static run store back through verification (``harness.store.read_store``)
+and refuses a tampered store (with its verify code), a store of another study, and records
+that are not one decision per policy and committed snapshot with consistent labels, every
+cited provider attempt in the snapshot's audit group. A store that is not finalized (an
+interrupted run) loads as *partial*: its committed snapshots only, and the report says so.
+
+``analyse`` recomputes everything from the records (the
 endpoints, breakdowns, unsupported claims, provider usage, H1 and the Table 3 ablations; see
 ``harness.studies.static.report`` for what each means and how it is rendered).
 """
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 import numpy as np
@@ -25,25 +29,23 @@ from harness.analysis import (
 )
 from harness.ect.model import Verdict
 from harness.ect.reasons import ReasonCode, family_of
-from harness.errors import RunRecordsError
+from harness.errors import RunRecordsError, TamperError
 from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
+from harness.store import VerifyStatus, read_store
 from harness.studies.static.records import (
-    ATTEMPTS_FILE,
-    DECISIONS_FILE,
-    RUN_FILE,
-    JournalLine,
-    file_digest,
+    DecisionRecord,
+    StaticCellResult,
+    StaticIdentity,
+    decode_identity,
 )
 from harness.studies.static.run import (
     ABLATION_POLICIES,
     ABLATION_TARGETS,
     MAIN_POLICIES,
     POLICY_LABELS,
-    DecisionRecord,
-    RunInfo,
 )
 
 _log = get_logger("harness.studies.static")
@@ -107,98 +109,84 @@ class _Out(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StaticRun(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished, checked run: run.json, the decision records and the attempt records by id."""
+    """A checked static store: its identity, the decision records and the attempts by id.
 
-    info: RunInfo
+    ``partial`` is true when the store is not finalized (``cells`` of ``expected`` snapshots
+    committed).
+    """
+
+    info: StaticIdentity
     records: tuple[DecisionRecord, ...]
     attempts: dict[str, AttemptRecord]
+    cells: int
+    expected: int
+    partial: bool
 
 
-def _read(run_dir: Path, name: str) -> bytes:
-    try:
-        return (run_dir / name).read_bytes()
-    except FileNotFoundError as e:
-        if name == RUN_FILE:
-            raise RunRecordsError(
-                f"{str(run_dir)!r} has no {RUN_FILE}: not a finished static run"
-            ) from e
-        raise RunRecordsError(f"{str(run_dir)!r} has no {name}") from e
-    except OSError as e:
-        raise RunRecordsError(f"cannot read {name} in {str(run_dir)!r}: {e.strerror}") from e
-
-
-def _lines(data: bytes, name: str, decoder: msgspec.json.Decoder[Any]) -> list[Any]:
-    out = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        try:
-            out.append(decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
-            raise RunRecordsError(f"{name} line {number}: {e}") from e
-    return out
-
-
-def load_run(run_dir: Path) -> StaticRun:
-    """Read and check a run directory.
+def load_run(store_dir: Path) -> StaticRun:
+    """Read and check a static run store.
 
     Raises:
-        RunRecordsError: naming the first thing that is missing, malformed or inconsistent.
+        StoreNotFoundError: no store at ``store_dir``.
+        TamperError: the store fails verification for a reason no crash explains (exit 3,
+            naming the verify code).
+        StudyKindError: the store is not a static study's.
+        RunRecordsError: naming the first record that is malformed or inconsistent.
     """
-    if not run_dir.is_dir():
-        raise RunRecordsError(f"no run directory {str(run_dir)!r}")
-    try:
-        info = msgspec.json.decode(_read(run_dir, RUN_FILE), type=RunInfo)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise RunRecordsError(f"{RUN_FILE} in {str(run_dir)!r} is malformed: {e}") from e
-    expected_files = {DECISIONS_FILE, ATTEMPTS_FILE}
-    if set(info.files) != expected_files:
-        raise RunRecordsError(f"{RUN_FILE} must list exactly {sorted(expected_files)}")
-    data = {}
-    for name in sorted(expected_files):
-        data[name] = _read(run_dir, name)
-        if file_digest(data[name]) != info.files[name]:
+    view = read_store(store_dir)
+    report = view.report
+    if report.status is VerifyStatus.TAMPER:
+        raise TamperError(
+            f"store {store_dir} fails verification (tamper, {report.code}): {report.reason}; "
+            "no report is made from it"
+        )
+    if view.genesis is None:
+        raise RunRecordsError(f"store {store_dir} has no verified genesis record")
+    info = decode_identity(dict(view.genesis.identity), str(store_dir))
+    records: list[DecisionRecord] = []
+    attempts: dict[str, AttemptRecord] = {}
+    for cell in view.cells:
+        try:
+            result = msgspec.convert(cell.result, StaticCellResult, strict=True)
+            group = [msgspec.convert(a, AttemptRecord, strict=True) for a in cell.audit]
+        except msgspec.ValidationError as e:
             raise RunRecordsError(
-                f"{name} in {str(run_dir)!r} does not match the digest in {RUN_FILE} "
-                "(edited or truncated)"
+                f"{store_dir}: record {cell.seq} holds no static cell result ({e})"
+            ) from e
+        if result.snapshot_id != cell.row.get("snapshot_id"):
+            raise RunRecordsError(
+                f"{store_dir}: record {cell.seq} decides {result.snapshot_id}, its row "
+                f"{cell.row.get('snapshot_id')}"
             )
-    records = tuple(
-        _lines(data[DECISIONS_FILE], DECISIONS_FILE, msgspec.json.Decoder(DecisionRecord))
+        ids = {attempt_id(a): a for a in group}
+        cited = {aid for r in result.decisions for aid in r.attempt_ids}
+        if cited != set(ids):
+            raise RunRecordsError(
+                f"{store_dir}: record {cell.seq} cites {len(cited)} provider attempt(s), its "
+                f"audit group holds {len(ids)}"
+            )
+        records.extend(result.decisions)
+        attempts.update(ids)
+    partial = not report.finalized or report.cells < report.schedule_rows
+    run = StaticRun(
+        info=info,
+        records=tuple(records),
+        attempts=attempts,
+        cells=report.cells,
+        expected=report.schedule_rows,
+        partial=partial,
     )
-    journal = _lines(data[ATTEMPTS_FILE], ATTEMPTS_FILE, msgspec.json.Decoder(JournalLine))
-    attempts = _attempts(journal)
-    _check(info, records, attempts)
-    return StaticRun(info=info, records=records, attempts=attempts)
+    if not run.records:
+        raise RunRecordsError(f"store {store_dir} holds no committed snapshot yet")
+    _check(run)
+    return run
 
 
-def _attempts(journal: Sequence[JournalLine]) -> dict[str, AttemptRecord]:
-    begun: Counter[tuple[str, str, int, str]] = Counter()
-    out: dict[str, AttemptRecord] = {}
-    for number, line in enumerate(journal, start=1):
-        item = line.begin if line.begin is not None else line.end
-        assert item is not None
-        key = (item.cell_id, item.prompt_id, item.attempt_index, item.request_hash)
-        if line.begin is not None:
-            begun[key] += 1
-        else:
-            assert line.end is not None
-            if begun[key] < 1:
-                raise RunRecordsError(f"{ATTEMPTS_FILE} line {number}: attempt ended unbegun")
-            begun[key] -= 1
-            out[attempt_id(line.end)] = line.end
-    if any(begun.values()):
-        raise RunRecordsError(f"{ATTEMPTS_FILE}: an attempt was begun and never ended")
-    return out
-
-
-def _check(
-    info: RunInfo, records: Sequence[DecisionRecord], attempts: Mapping[str, AttemptRecord]
-) -> None:
+def _check(run: StaticRun) -> None:
+    info, records = run.info, run.records
     wanted = (*MAIN_POLICIES, *ABLATION_POLICIES)
     if info.policies != wanted:
-        raise RunRecordsError(f"{RUN_FILE} lists policies {list(info.policies)}, not the study's")
-    if len(records) != info.records:
-        raise RunRecordsError(
-            f"{DECISIONS_FILE} holds {len(records)} records, {RUN_FILE} says {info.records}"
-        )
+        raise RunRecordsError(f"the store's genesis lists policies {list(info.policies)}")
     seen: set[tuple[str, str]] = set()
     labels: dict[str, tuple[str, ...]] = {}
     per_policy: Counter[str] = Counter()
@@ -217,22 +205,15 @@ def _check(
         if labels.setdefault(r.snapshot_id, label) != label:
             raise RunRecordsError(f"records disagree on the labels of {r.snapshot_id}")
         per_policy[r.policy] += 1
-        for aid in r.attempt_ids:
-            if aid not in attempts:
-                raise RunRecordsError(f"{r.policy} on {r.snapshot_id} cites unknown attempt {aid}")
-    if len(labels) != info.snapshots or any(per_policy[p] != info.snapshots for p in wanted):
+    if len(labels) != run.cells or any(per_policy[p] != run.cells for p in wanted):
         raise RunRecordsError(
-            f"every policy must decide each of the {info.snapshots} snapshots exactly once"
+            f"every policy must decide each of the {run.cells} committed snapshots exactly once"
         )
-    cited = {aid for r in records for aid in r.attempt_ids}
-    if cited != set(attempts) or len(cited) != info.attempts:
-        raise RunRecordsError(
-            f"{ATTEMPTS_FILE} holds {len(attempts)} attempts, the records cite {len(cited)}, "
-            f"{RUN_FILE} says {info.attempts}"
-        )
-    for record in attempts.values():
+    for record in run.attempts.values():
         if record.simulated != info.simulated:
-            raise RunRecordsError(f"attempt {record.cell_id} disagrees with run.json on simulated")
+            raise RunRecordsError(
+                f"attempt {record.cell_id} disagrees with the genesis on simulated"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,6 +322,8 @@ class StaticResults(_Out, frozen=True, kw_only=True):
     ucr_replicates: int
     ucr_seed: int
     unsupported_claims: tuple[UnsupportedClaims, ...] = ()
+    partial_of: tuple[int, int] | None = None
+    """(committed, expected) snapshots when the store is not finalized; None when complete."""
 
 
 def _is_fault(r: DecisionRecord) -> bool:
@@ -467,6 +450,7 @@ def analyse(run: StaticRun) -> StaticResults:
             _unsupported(policy, by_policy[policy], tasks, run.info.simulated)
             for policy in MAIN_POLICIES
         ),
+        partial_of=(run.cells, run.expected) if run.partial else None,
     )
 
 

@@ -1,193 +1,163 @@
-"""The static run's output folder: decision records, the attempt journal, blobs, run.json.
+"""What a static run commits to the run store: its identity, schedule rows and cell results.
 
-Layout of a run directory::
+The static study writes through ``harness.store`` like V2 (no files of its own):
 
-    decisions.jsonl   one canonical JSON ``DecisionRecord`` per line, in run order
-    attempts.jsonl    the provider-attempt journal: {"begin": AttemptIntent} before each
-                      attempt, {"end": AttemptRecord} after it
-    blobs/<hex>       raw provider responses, content-addressed (``store.blob.v1``)
-    run.json          written last (atomically): what was run and the digest of each file
+- **genesis** binds the study lock, the canonical schedule and the run identity
+  (``StaticIdentity``): ``study`` = ``"static"``, the split, the provider identity exactly as
+  V2 binds it (provider, model, endpoint, generation-config digest, planner plug-in), the
+  model name the tables print, the benchmark manifest digest, the fourteen policies in record
+  order and the two critic seeds;
+- **schedule**: one ``SnapshotRow`` per snapshot of the split, in run order (task by task, C0
+  then F1..F8). A row identifies the snapshot (id, task, fault, split) and nothing more: the
+  scoring labels (world, family, gold decision) are attached by the runner to each decision
+  *after* the policy decided, and never reach a policy, which sees ``snapshot.view()`` only;
+- **one cell record per snapshot**: its result (``StaticCellResult``) holds the snapshot's
+  ``DecisionRecord`` of every policy in the fixed order, and its audit group the provider
+  attempts the snapshot's policies made (journaled before and after each call; raw responses
+  are store blobs).
 
-A directory without run.json is an interrupted run. A new run refuses a directory that exists
-and is not empty. With a real provider every journal line and blob is fsynced before the call
-proceeds, so a crash cannot hide a spent call; simulated calls spend nothing, so their files are
-fsynced once at the end (per-line fsync would cost more than the whole study).
+The study kind of a store is told by its genesis identity (``harness.audit.study_kind``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from pathlib import Path
-from typing import IO, Final, TypeVar
+from collections.abc import Sequence
+from typing import Any, Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import RunDirectoryExistsError, RunRecordsError
-from harness.providers.audit import AttemptIntent, AttemptRecord
-from harness.safeio import fsync_dir, write_atomic
+from harness.ect.model import Verdict
+from harness.errors import StudyKindError
+from harness.policies import DecisionSource
+from harness.providers.selection import ProviderIdentity
+from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot
+from harness.worlds.world import Split
 
 __all__ = [
-    "ATTEMPTS_FILE",
-    "BLOB_DIR",
-    "DECISIONS_FILE",
-    "RUN_FILE",
-    "JournalLine",
-    "RunWriter",
-    "check_out_dir",
-    "file_digest",
-    "read_blob_file",
+    "FIGURE_FILES",
+    "PARTIAL_MARK",
+    "REPORT_DIR",
+    "REPORT_FILES",
+    "STATIC_STUDY",
+    "DecisionRecord",
+    "SnapshotRow",
+    "StaticCellResult",
+    "StaticIdentity",
+    "StudySplit",
+    "decode_identity",
+    "snapshot_rows",
 ]
 
-T = TypeVar("T")
+STATIC_STUDY: Final = "static"
+"""The ``study`` value a static store's genesis identity carries."""
 
-DECISIONS_FILE: Final = "decisions.jsonl"
-ATTEMPTS_FILE: Final = "attempts.jsonl"
-BLOB_DIR: Final = "blobs"
-RUN_FILE: Final = "run.json"
+StudySplit = Literal["heldout", "dev"]
+
+REPORT_DIR: Final = "report"
+"""Where ``harness static report STORE`` writes its files by default (``STORE/report``)."""
+
+REPORT_FILES: Final = (
+    "table2.md",
+    "table2.csv",
+    "table2.tex",
+    "table2.json",
+    "table3.md",
+    "table3.csv",
+    "table3.tex",
+    "table3.json",
+    "endpoints.md",
+    "endpoints.json",
+    "report.html",
+    "ucr.png",
+    "ucr.svg",
+    "ucr.pdf",
+)
+"""Every file a report writes (the figures only with the [plots] extra)."""
+
+FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
+"""Written only with the [plots] extra installed."""
+
+PARTIAL_MARK: Final = "PARTIAL: the store is not finalized"
+"""How every file of a report made on an unfinalized store begins its warning; resume removes
+such a report (it is stale once more snapshots are committed), as V2's resume does."""
 
 
-class JournalLine(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
-):
-    """One attempts.jsonl line: exactly one of ``begin`` and ``end``."""
+class DecisionRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A policy's decision on one snapshot, with its labels.
 
-    begin: AttemptIntent | None = None
-    end: AttemptRecord | None = None
-
-    def __post_init__(self) -> None:
-        if (self.begin is None) == (self.end is None):
-            raise ValueError("a journal line holds exactly one of begin and end")
-
-
-def file_digest(data: bytes) -> str:
-    """Digest of a run file's exact bytes (recorded in run.json)."""
-    return digest_bytes(Domain.STATIC_RUN_FILE, data)
-
-
-def _blob_name(address: str) -> str:
-    prefix = "blake3:"
-    if not address.startswith(prefix) or len(address) != len(prefix) + 64:
-        raise RunRecordsError(f"malformed blob address {address!r}")
-    return address[len(prefix) :]
-
-
-def check_out_dir(out: Path) -> None:
-    """Refuse an output path that exists and is not an empty directory.
-
-    Raises:
-        RunDirectoryExistsError: naming the path.
+    The labels (``fault`` .. ``gold_decision``) are scoring data attached by the runner; the
+    policy decided without them.
     """
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        what = "is not a directory" if not out.is_dir() else "exists and is not empty"
-        raise RunDirectoryExistsError(
-            f"output directory {str(out)!r} {what}; a run never overwrites one - choose "
-            "another --out or remove it"
+
+    schema_version: Literal[1] = 1
+    policy: str
+    snapshot_id: str
+    task_id: str
+    world_id: str
+    family: str
+    fault: FaultId
+    split: Split
+    gold_decision: GoldDecision
+    decision: Verdict
+    reason_codes: tuple[str, ...]
+    source: DecisionSource
+    attempt_ids: tuple[str, ...]
+
+
+class SnapshotRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One schedule row: which snapshot a cell decides (no scoring label)."""
+
+    snapshot_id: str
+    task_id: str
+    fault: FaultId
+    split: Split
+
+
+class StaticCellResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A snapshot's cell result: every policy's decision on it, in the study's policy order."""
+
+    schema_version: Literal[1] = 1
+    snapshot_id: str
+    decisions: tuple[DecisionRecord, ...]
+
+
+class StaticIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The identity a static store's genesis binds (everything that shapes its results)."""
+
+    study: Literal["static"] = "static"
+    split: StudySplit
+    provider: ProviderIdentity
+    model: str
+    manifest_digest: str
+    policies: tuple[str, ...]
+    critic_core_seed: int
+    full_trace_critic_seed: int
+
+    @property
+    def simulated(self) -> bool:
+        """True when the simulated provider answered the model calls."""
+        return self.provider.provider.value == "simulated"
+
+
+def snapshot_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, Any]]:
+    """The canonical schedule of a static run: one plain row per snapshot, in run order."""
+    return [
+        msgspec.to_builtins(
+            SnapshotRow(snapshot_id=s.snapshot_id, task_id=s.task_id, fault=s.fault, split=s.split)
         )
+        for s in snapshots
+    ]
 
 
-def read_blob_file(run_dir: Path, address: str) -> bytes:
-    """The bytes of blob ``address`` in ``run_dir``, checked against the address.
+def decode_identity(identity: dict[str, Any], where: str) -> StaticIdentity:
+    """The static identity a genesis binds.
 
     Raises:
-        RunRecordsError: when the blob is missing or its bytes do not match the address.
+        StudyKindError: the identity is not a static study's (one line naming ``where``).
     """
-    path = run_dir / BLOB_DIR / _blob_name(address)
+    if identity.get("study") != STATIC_STUDY:
+        raise StudyKindError(f"{where} is not a static study store (its genesis names no study)")
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise RunRecordsError(f"blob {address} is missing from {run_dir}: {e.strerror}") from e
-    if digest_bytes(Domain.BLOB, data) != address:
-        raise RunRecordsError(f"blob {address} in {run_dir} does not match its address")
-    return data
-
-
-class RunWriter:
-    """Writes one run directory; also the run's ``AttemptJournal`` and ``BlobSink``.
-
-    Args:
-        out: the directory; created if absent, refused if it exists and is not empty.
-        durable: fsync every journal line and blob as it is written (real providers).
-
-    Raises:
-        RunDirectoryExistsError: when ``out`` exists and is not an empty directory.
-        RunRecordsError: when the directory cannot be created.
-    """
-
-    def __init__(self, out: Path, *, durable: bool) -> None:
-        check_out_dir(out)
-        try:
-            (out / BLOB_DIR).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RunRecordsError(f"cannot create run directory {str(out)!r}: {e.strerror}") from e
-        self.out = out
-        self._durable = durable
-        self._decisions: IO[bytes] = open(out / DECISIONS_FILE, "xb")  # noqa: SIM115 - closed in finish/close
-        self._attempts: IO[bytes] = open(out / ATTEMPTS_FILE, "xb")  # noqa: SIM115
-        self._open = True
-
-    # AttemptJournal
-    def begin(self, intent: AttemptIntent) -> None:
-        """Journal an attempt before it is sent."""
-        self._line(self._attempts, JournalLine(begin=intent), sync=self._durable)
-
-    def end(self, record: AttemptRecord) -> None:
-        """Journal how an attempt ended."""
-        self._line(self._attempts, JournalLine(end=record), sync=self._durable)
-
-    # BlobSink
-    def put(self, data: bytes) -> str:
-        """Store ``data`` under its content address (idempotent) and return the address."""
-        address = digest_bytes(Domain.BLOB, data)
-        path = self.out / BLOB_DIR / _blob_name(address)
-        if not path.exists():
-            write_atomic(path, data, durable=self._durable)
-        return address
-
-    def decision(self, record: msgspec.Struct) -> None:
-        """Append one decision record."""
-        self._line(self._decisions, record, sync=False)
-
-    @staticmethod
-    def _line(f: IO[bytes], obj: object, *, sync: bool) -> None:
-        f.write(canonical_bytes(obj) + b"\n")
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-
-    def finish(self, make_run: Callable[[dict[str, str]], T]) -> T:
-        """Make every file durable, then write run.json atomically (it names the files' digests).
-
-        Args:
-            make_run: called with the digests of decisions.jsonl and attempts.jsonl; returns
-                the run.json object.
-
-        Returns:
-            What ``make_run`` returned.
-        """
-        for f in (self._decisions, self._attempts):
-            f.flush()
-            os.fsync(f.fileno())
-            f.close()
-        self._open = False
-        if not self._durable:
-            for blob in sorted((self.out / BLOB_DIR).iterdir()):
-                with open(blob, "rb") as f:
-                    os.fsync(f.fileno())
-            fsync_dir(self.out / BLOB_DIR)
-        digests = {
-            name: file_digest((self.out / name).read_bytes())
-            for name in (DECISIONS_FILE, ATTEMPTS_FILE)
-        }
-        run = make_run(digests)
-        body = msgspec.json.format(canonical_bytes(run), indent=2) + b"\n"
-        write_atomic(self.out / RUN_FILE, body, durable=True)
-        return run
-
-    def close(self) -> None:
-        """Close the files without writing run.json (an interrupted run stays visible)."""
-        if self._open:
-            self._decisions.close()
-            self._attempts.close()
-            self._open = False
+        return msgspec.convert(identity, StaticIdentity, strict=True)
+    except msgspec.ValidationError as e:
+        raise StudyKindError(f"{where}: its genesis holds no valid static identity ({e})") from e

@@ -1,9 +1,9 @@
 """The static study's report: every endpoint, H1, Table 2 and Table 3, from the run's records.
 
-``analysis.load_run`` reads a run directory and refuses anything that is not a complete,
-untouched run (run.json present, file digests equal, one record per policy and snapshot,
-consistent labels, every cited provider attempt journaled). ``analysis.analyse`` recomputes
-everything from the records:
+``analysis.load_run`` reads a static run store through verification and refuses a tampered
+store, a store of another study and records that are not one decision per policy and snapshot
+(an unfinalized store loads as partial, and every report file says so).
+``analysis.analyse`` recomputes everything from the records:
 
 - per policy: U (unsafe ``complete`` on fault snapshots), C (clean snapshots not completed),
   S (``stuck`` on fault snapshots), macro-F1 over {complete, not complete}, the UCR with a
@@ -22,7 +22,7 @@ everything from the records:
   the residual containment by other checks, and effects on other faults.
 
 Renderers produce Markdown, CSV, LaTeX, JSON and one self-contained ``report.html``;
-``write_report`` writes them and the figure (PNG, SVG, PDF) into the run directory. With the
+``write_report`` writes them and the figure (PNG, SVG, PDF) into ``STORE/report``. With the
 simulated provider the full-trace critic row is labelled "(simulated)" everywhere: it is a
 deterministic permissive reviewer, not the paper's Gemini arm.
 """
@@ -53,6 +53,12 @@ from harness.studies.static.analysis import (
     analyse,
     load_run,
 )
+from harness.studies.static.records import (
+    FIGURE_FILES,
+    PARTIAL_MARK,
+    REPORT_DIR,
+    REPORT_FILES,
+)
 from harness.studies.static.run import (
     ABLATION_POLICIES,
 )
@@ -61,7 +67,10 @@ _log = get_logger("harness.studies.static")
 
 __all__ = [
     "FIGURE_FILES",
+    "REPORT_DIR",
     "REPORT_FILES",
+    "partial_line",
+    "render_files",
     "figure_caption",
     "h1_line",
     "provider_text",
@@ -73,24 +82,6 @@ __all__ = [
     "write_report",
 ]
 
-REPORT_FILES: Final = (
-    "table2.md",
-    "table2.csv",
-    "table2.tex",
-    "table2.json",
-    "table3.md",
-    "table3.csv",
-    "table3.tex",
-    "table3.json",
-    "endpoints.md",
-    "endpoints.json",
-    "report.html",
-    "ucr.png",
-    "ucr.svg",
-    "ucr.pdf",
-)
-FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
-"""Written only with the [plots] extra installed."""
 
 _DASH: Final = "\u2013"  # the en dash the paper's tables use for "not applicable"
 
@@ -122,8 +113,21 @@ def h1_line(results: StaticResults) -> str:
     )
 
 
+def partial_line(results: StaticResults) -> str | None:
+    """The warning a report of an unfinalized store carries (None: the store is complete)."""
+    if results.partial_of is None:
+        return None
+    done, expected = results.partial_of
+    return (
+        f"{PARTIAL_MARK}; only {done} of {expected} snapshots are committed, so these are not "
+        "the study's numbers (resume it with `harness static resume`)."
+    )
+
+
 def _notes(results: StaticResults) -> list[str]:
+    partial = partial_line(results)
     notes = [
+        *([partial] if partial is not None else []),
         "Postcondition oracle: non-deployable reference (it sees gold answers).",
         "Critic core: every decision is a deterministic fast-path decision, not an LLM judgement.",
     ]
@@ -263,6 +267,9 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         for a, p in zip(Ablation, ABLATION_POLICIES, strict=True)
     }
     sections = [f"# Static study endpoints ({results.split}, {results.tasks} tasks)\n"]
+    partial = partial_line(results)
+    if partial is not None:
+        sections.append(partial + "\n")
     for verdict, title in (("complete", "Complete"), ("stuck", "Stuck")):
         body = [
             [labels[p], *(str(results.by_fault[p][f][verdict]) for f in faults)]
@@ -460,6 +467,9 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
         ),
     ]
     banners = []
+    partial = partial_line(results)
+    if partial is not None:
+        banners.append(partial)
     if results.simulated:
         banners.append(
             "SIMULATED PROVIDER: model-path verdicts come from the deterministic simulated "
@@ -474,19 +484,8 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
     )  # fmt: skip
 
 
-def write_report(run_dir: Path) -> StaticResults:
-    """Load and check ``run_dir``, analyse it, and write every table and the figure into it.
-
-    Returns:
-        The results (the caller prints Table 2 and the H1 line).
-
-    Raises:
-        RunRecordsError: when the run directory is not a complete, untouched static run, or a
-            report file cannot be written.
-    """
-    from harness.studies.static.figure import render_figure  # matplotlib only when writing
-
-    results = analyse(load_run(run_dir))
+def render_files(results: StaticResults) -> dict[str, bytes]:
+    """Every report file's bytes: the tables, the figure (with the [plots] extra) and the page."""
     texts: dict[str, bytes] = {}
     for stem, rendered in (
         ("table2", render_table2(results)),
@@ -496,17 +495,42 @@ def write_report(run_dir: Path) -> StaticResults:
         for ext, text in rendered.items():
             texts[f"{stem}.{ext}"] = text.encode("utf-8")
     if extra_installed("matplotlib"):
+        from harness.studies.static.figure import render_figure  # matplotlib only when drawing
+
         texts.update(render_figure(results))
-    else:
+    texts["report.html"] = render_html(results, texts.get("ucr.png"))
+    return texts
+
+
+def write_report(store_dir: Path, out: Path | None = None) -> StaticResults:
+    """Load and check the static store ``store_dir``, analyse it, and write every table and
+    the figure into ``out`` (default ``store_dir/report``).
+
+    Returns:
+        The results (the caller prints Table 2 and the H1 line).
+
+    Raises:
+        StoreNotFoundError: no store at ``store_dir``.
+        TamperError: the store fails verification (exit 3); nothing is written.
+        StudyKindError: the store is not a static study's.
+        RunRecordsError: a record is not a static run's, or a report file cannot be written.
+    """
+    results = analyse(load_run(store_dir))
+    target = out if out is not None else store_dir / REPORT_DIR
+    texts = render_files(results)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunRecordsError(f"cannot create {str(target)!r}: {e.strerror}") from e
+    if "ucr.png" not in texts:
         _log.warning(
             "static.report.no_figure", hint="install 'ect-harness[plots]' for ucr.png/.svg/.pdf"
         )
         for name in FIGURE_FILES:
-            (run_dir / name).unlink(missing_ok=True)  # never leave a figure of older results
-    texts["report.html"] = render_html(results, texts.get("ucr.png"))
+            (target / name).unlink(missing_ok=True)  # never leave a figure of older results
     for name, data in texts.items():
         try:
-            write_atomic(run_dir / name, data)
+            write_atomic(target / name, data)
         except OSError as e:
-            raise RunRecordsError(f"cannot write {name} in {str(run_dir)!r}: {e.strerror}") from e
+            raise RunRecordsError(f"cannot write {name} in {str(target)!r}: {e.strerror}") from e
     return results

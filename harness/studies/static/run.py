@@ -3,10 +3,22 @@
 For every snapshot of the chosen split (held out by default: 36 tasks x clean + F1..F8 = 324
 snapshots) every policy decides on the snapshot's blinded view, in a fixed order: the seven
 policies of the paper's Table 2, then ECT with each single check family removed (Table 3). One
-``DecisionRecord`` per (policy, snapshot) goes to decisions.jsonl; the scoring labels (fault,
-split, gold decision, family, world) are attached by the runner *after* the policy decided and
-never reach a policy. Provider attempts and raw responses go to attempts.jsonl and blobs/;
-run.json is written last.
+``DecisionRecord`` per (policy, snapshot); the scoring labels (fault, split, gold decision,
+family, world) are attached by the runner *after* the policy decided and never reach a policy.
+
+The run is written through the run store (``harness.store``), as V2's is (see
+``harness.studies.static.records`` for what genesis, rows and results hold): one cell record
+per snapshot, committed (append + fsync + HEAD) before the next snapshot starts; every provider
+attempt journaled (fsynced) before it is sent and after it ends, with the simulated provider
+too, as V2 does; raw responses as blobs; the manifest once every snapshot is committed.
+
+A stop leaves the store unfinalized and resumable (``resume_static``, ``harness static
+resume``): SIGINT/SIGTERM end the run after the last committed snapshot (exit 130); a snapshot
+whose every provider attempt failed for an infrastructure reason (a rejected key, a quota, no
+connection) is never committed - it measured an outage, not a policy - and the run stops with
+``ProviderOutageError`` (exit 75). Resume reads the identity from the genesis, takes only the
+credential from the flags, and continues from the verified prefix; policies hold no state
+across snapshots, so a resumed run's results equal an uninterrupted run's.
 
 Frozen inputs: the benchmark must match its pinned manifest; the generation config is the
 study's default; the full-trace critic's seed is 2705; the critic core's model path would use
@@ -14,13 +26,18 @@ seed ``CRITIC_CORE_SEED``, but on the static grid it must never be reached: ever
 decision must come from a deterministic fast path, or the run stops with
 ``FastPathInvariantError`` (a silent change of the comparison's information regime).
 
-This module runs the study and writes records; it computes no endpoint (``static_report``).
+This module runs the study and writes records; it computes no endpoint (``report``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import shlex
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -29,9 +46,17 @@ import trio
 
 from harness.benchmark.build import Benchmark, benchmark
 from harness.benchmark.manifest import check_manifest
-from harness.ect.model import Verdict
-from harness.errors import FastPathInvariantError
+from harness.errors import (
+    FastPathInvariantError,
+    ProviderOutageError,
+    ProviderSelectionError,
+    RunStoppedError,
+    StaticStudyError,
+    StoreExistsError,
+    UnsafeFileError,
+)
 from harness.faults import STATIC_FAULTS
+from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.policies import (
     Ablation,
@@ -47,19 +72,38 @@ from harness.policies import (
     PostconditionOracle,
     SelfCheck,
 )
-from harness.providers.audit import Audit
+from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
     GenerationConfig,
     config_digest,
     default_generation_config,
 )
-from harness.providers.kinds import ProviderName
+from harness.providers.kinds import ProviderName, infrastructure_cause
 from harness.providers.protocol import Provider
-from harness.providers.selection import ProviderSelection, open_provider
-from harness.studies.static.records import RunWriter, check_out_dir
-from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot
-from harness.worlds.world import Split
+from harness.providers.selection import (
+    ProviderFlags,
+    ProviderSelection,
+    credential_option,
+    open_provider,
+    provider_identity,
+    selection_for_resume,
+)
+from harness.resources import data_path, default_stores_dir
+from harness.safeio import MAX_READ, read_input, read_regular
+from harness.store import RunStore, finalize_store, read_store, verify_store
+from harness.studies.static.records import (
+    PARTIAL_MARK,
+    REPORT_DIR,
+    REPORT_FILES,
+    DecisionRecord,
+    StaticCellResult,
+    StaticIdentity,
+    StudySplit,
+    decode_identity,
+    snapshot_rows,
+)
+from harness.worlds.snapshots import FaultId, Snapshot
 
 __all__ = [
     "ABLATION_POLICIES",
@@ -70,17 +114,20 @@ __all__ = [
     "STUDY_SPLITS",
     "DecisionRecord",
     "Progress",
-    "RunInfo",
+    "StaticOutcome",
     "decide_all",
-    "default_out",
+    "decide_snapshot",
+    "default_store_dir",
+    "resume_command",
+    "resume_static",
     "run_static",
     "study_policies",
     "study_snapshots",
 ]
 
 _log = get_logger("harness.studies.static")
+_PLAIN: Final = msgspec.json.Decoder(dict[str, Any])
 
-StudySplit = Literal["heldout", "dev"]
 STUDY_SPLITS: Final[tuple[StudySplit, ...]] = ("heldout", "dev")
 
 CRITIC_CORE_SEED: Final = 1
@@ -122,53 +169,6 @@ ABLATION_TARGETS: Final[Mapping[Ablation, tuple[FaultId | None, Literal["U", "S"
 }
 """Each ablation's matched fault (None: no matched fault in the grid) and the endpoint whose
 count it changes (U unsafe complete, S stuck)."""
-
-
-class DecisionRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One line of decisions.jsonl: a policy's decision on one snapshot, with its labels.
-
-    The labels (``fault`` .. ``gold_decision``) are scoring data attached by the runner; the
-    policy decided without them.
-    """
-
-    schema_version: Literal[1] = 1
-    policy: str
-    snapshot_id: str
-    task_id: str
-    world_id: str
-    family: str
-    fault: FaultId
-    split: Split
-    gold_decision: GoldDecision
-    decision: Verdict
-    reason_codes: tuple[str, ...]
-    source: DecisionSource
-    attempt_ids: tuple[str, ...]
-
-
-class RunInfo(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """run.json: what was run, on what, with which frozen inputs, and the digests of the files.
-
-    The generation config is kept as plain JSON (with its digest), so a report can still read
-    a run made before the config type gained a field.
-    """
-
-    schema_version: Literal[1] = 1
-    study: Literal["static"] = "static"
-    split: StudySplit
-    provider: ProviderSelection
-    simulated: bool
-    model: str
-    generation_config: dict[str, Any]
-    config_digest: str
-    manifest_digest: str
-    policies: tuple[str, ...]
-    snapshots: int
-    records: int
-    attempts: int
-    critic_core_seed: int
-    full_trace_critic_seed: int
-    files: dict[str, str]
 
 
 AnyPolicy = Policy | ModelPolicy
@@ -226,6 +226,26 @@ async def _decide(policy: AnyPolicy, snapshot: Snapshot) -> PolicyDecision:
     return await result
 
 
+async def decide_snapshot(
+    snapshot: Snapshot, policies: Sequence[AnyPolicy]
+) -> tuple[DecisionRecord, ...]:
+    """Every policy's decision on ``snapshot``'s blinded view, in order, with its labels.
+
+    Raises:
+        FastPathInvariantError: when the critic core needed its model on the snapshot.
+    """
+    records = []
+    for policy in policies:
+        decided = await _decide(policy, snapshot)
+        if isinstance(policy, CriticCore) and decided.source is not DecisionSource.FAST_PATH:
+            raise FastPathInvariantError(
+                f"the critic core needed its model on {snapshot.snapshot_id}: every static "
+                "snapshot must be decided by a deterministic fast path"
+            )
+        records.append(_record(snapshot, policy.name, decided))
+    return tuple(records)
+
+
 async def decide_all(
     snapshots: Sequence[Snapshot],
     policies: Sequence[AnyPolicy],
@@ -233,12 +253,12 @@ async def decide_all(
     emit: Callable[[DecisionRecord], None],
     advance: Callable[[], None] = lambda: None,
 ) -> int:
-    """Let every policy decide on every snapshot's blinded view, in order.
+    """Let every policy decide on every snapshot's blinded view, in order (no store).
 
     Args:
         snapshots: the grid (labels stay here; policies get ``snapshot.view()`` only).
         policies: from ``study_policies`` (or any policies with distinct names).
-        emit: receives each record as soon as it exists.
+        emit: receives each record as soon as its snapshot is decided.
         advance: called once per finished snapshot (progress).
 
     Returns:
@@ -249,23 +269,29 @@ async def decide_all(
     """
     count = 0
     for snapshot in snapshots:
-        for policy in policies:
-            decided = await _decide(policy, snapshot)
-            if isinstance(policy, CriticCore) and decided.source is not DecisionSource.FAST_PATH:
-                raise FastPathInvariantError(
-                    f"the critic core needed its model on {snapshot.snapshot_id}: every static "
-                    "snapshot must be decided by a deterministic fast path"
-                )
-            emit(_record(snapshot, policy.name, decided))
+        for record in await decide_snapshot(snapshot, policies):
+            emit(record)
             count += 1
         advance()
     return count
 
 
-def default_out(split: StudySplit, selection: ProviderSelection, config: GenerationConfig) -> Path:
-    """``stores/static-<split>-<provider>-<12 hex of the config digest>`` (deterministic)."""
-    short = config_digest(config).removeprefix("blake3:")[:12]
-    return Path("stores") / f"static-{split}-{selection.provider.value}-{short}"
+def default_store_dir(split: StudySplit, now: datetime | None = None) -> Path:
+    """A new store directory under the project's ``stores/``: ``static-<split>-<UTC time>``."""
+    moment = now if now is not None else datetime.now(tz=UTC)
+    return default_stores_dir() / f"static-{split}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
+    """The exact command that continues ``store_dir`` (the credential option the run used and
+    the lock when one was named; everything else comes from the store's genesis)."""
+    parts = ["harness static resume", shlex.quote(str(store_dir))]
+    if lock_path is not None:
+        parts.append(f"--lock {shlex.quote(str(lock_path))}")
+    option = credential_option(selection)
+    if option:
+        parts.append(option)
+    return " ".join(parts)
 
 
 def _close(provider: Provider) -> None:
@@ -283,77 +309,405 @@ class Progress(Protocol):
         ...
 
 
+ProgressFactory = Callable[[int], AbstractContextManager[Progress]]
+"""Given the number of snapshots, returns a context manager whose value is advanced once per
+committed snapshot (e.g. ``click.progressbar(length=...)``)."""
+
+
+@dataclass(frozen=True)
+class StaticOutcome:
+    """What a run or resume did. ``complete``: resume found the store already finalized."""
+
+    store: Path
+    provider: str
+    snapshots: int
+    done: int
+    committed: int
+    decisions: int
+    attempts: int
+    manifest: str | None
+    orphaned_attempts: int = 0
+    complete: bool = False
+
+
+class _StoreAudit:
+    """The run store as the critics' attempt journal and blob sink.
+
+    ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
+    after it; ``put`` stores raw bytes content-addressed. ``ended`` collects the snapshot's
+    ended attempts: its audit group.
+    """
+
+    def __init__(self, store: RunStore) -> None:
+        self._store = store
+        self._open: dict[tuple[str, str, int, str], int] = {}
+        self.ended: list[AttemptRecord] = []
+
+    @staticmethod
+    def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
+        return (item.cell_id, item.role.value, item.attempt_index, item.request_hash)
+
+    def begin(self, intent: AttemptIntent) -> None:
+        """Journal an attempt about to be sent."""
+        key = self._key(intent)
+        if key in self._open:
+            raise ValueError(f"attempt {key} begun twice")
+        self._open[key] = self._store.journal_begin(intent)
+
+    def end(self, record: AttemptRecord) -> None:
+        """Journal how an attempt ended, with the blobs it stored."""
+        begun = self._open.pop(self._key(record), None)
+        if begun is None:
+            raise ValueError(f"attempt {self._key(record)} ended without a begin")
+        blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
+        self._store.journal_end(begun, record, blobs=blobs)
+        self.ended.append(record)
+
+    def put(self, data: bytes) -> str:
+        """Store raw bytes; return their address."""
+        return self._store.put_blob(data)
+
+
+def _outage(attempts: Sequence[AttemptRecord]) -> str | None:
+    """Why a snapshot measured an outage (every attempt failed for an infrastructure reason)."""
+    if not attempts:
+        return None
+    causes = [infrastructure_cause(a.failure_kind) for a in attempts]
+    last, cause = attempts[-1], causes[-1]
+    if cause is None or any(c is None for c in causes):
+        return None
+    return f"{cause.value}: {last.failure_detail or last.failure_kind}"
+
+
+@dataclass
+class _Session:
+    committed: int = 0
+    decisions: int = 0
+    attempts: int = 0
+    stopped_by: str | None = None
+    outage: str | None = None
+
+
+async def _commit_snapshots(
+    writer: RunStore,
+    snapshots: Sequence[Snapshot],
+    policies: Sequence[AnyPolicy],
+    sink: _StoreAudit,
+    session: _Session,
+    advance: Callable[[], None],
+    handle_signals: bool,
+) -> None:
+    """Decide and commit every snapshot from the store's next row on, in order."""
+
+    async def watch(scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            task_status.started()
+            async for signum in received:
+                session.stopped_by = signal.Signals(signum).name
+                _log.warning("static.stop_requested", signal=session.stopped_by)
+                scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        if handle_signals:
+            await nursery.start(watch, nursery.cancel_scope)
+        for index in range(writer.next_row_index, len(snapshots)):
+            snapshot = snapshots[index]
+            sink.ended.clear()
+            decisions = await decide_snapshot(snapshot, policies)
+            attempts = list(sink.ended)
+            why = _outage(attempts)
+            if why is not None:
+                session.outage = (
+                    f"every provider attempt on {snapshot.snapshot_id} failed for an "
+                    f"infrastructure reason ({why})"
+                )
+                break
+            result = StaticCellResult(snapshot_id=snapshot.snapshot_id, decisions=decisions)
+            # As plain JSON (lists, no tuples): the store's fast check then needs no walk. A
+            # decision record holds no float, so the JSON round trip cannot hide a NaN.
+            writer.commit_cell(index, _PLAIN.decode(msgspec.json.encode(result)), attempts)
+            session.committed += 1
+            session.decisions += len(decisions)
+            session.attempts += len(attempts)
+            advance()
+            await trio.lowlevel.checkpoint()  # lets a pending signal stop the run here
+        nursery.cancel_scope.cancel()
+
+
+def _read_lock(path: Path) -> bytes:
+    try:
+        return read_input(path, MAX_READ, "study lock")
+    except OSError as e:
+        raise StaticStudyError(
+            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
+        ) from e
+
+
+def _model(selection: ProviderSelection, config: GenerationConfig) -> str:
+    if selection.provider is ProviderName.SIMULATED:
+        return config.simulated.model
+    return selection.model if selection.model is not None else config.gemini.model
+
+
+def _drive(
+    writer: RunStore,
+    *,
+    snapshots: Sequence[Snapshot],
+    selection: ProviderSelection,
+    provider: Provider,
+    config: GenerationConfig,
+    gold: Mapping[str, Mapping[str, Any]],
+    lock_path: Path | None,
+    progress: ProgressFactory | None,
+    handle_signals: bool,
+    orphans: int,
+) -> StaticOutcome:
+    """Run the remaining snapshots into ``writer``; finalize when all are committed."""
+    store_dir = writer.root
+    sink = _StoreAudit(writer)
+    policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
+    session = _Session()
+    begun = writer.next_row_index
+    try:
+        with progress(len(snapshots)) if progress is not None else nullcontext() as bar:
+            if bar is not None and begun:
+                bar.update(begun)
+            advance = (lambda: bar.update(1)) if bar is not None else (lambda: None)
+            try:
+                trio.run(
+                    _commit_snapshots,
+                    writer,
+                    snapshots,
+                    policies,
+                    sink,
+                    session,
+                    advance,
+                    handle_signals,
+                )
+            except BaseExceptionGroup as group:
+                # The nursery wraps what a snapshot raised (a fast-path breach, a failed
+                # fsync); callers see that one error itself.
+                leaf: BaseException = group
+                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                    leaf = leaf.exceptions[0]
+                if leaf is group:
+                    raise
+                raise leaf from None
+        done = writer.next_row_index
+    finally:
+        writer.close()
+    again = resume_command(store_dir, selection, lock_path)
+    if session.outage is not None:
+        raise ProviderOutageError(
+            f"provider outage: {session.outage}; the run stopped after {done}/{len(snapshots)} "
+            f"committed snapshots ({session.committed} this session; the snapshot in flight "
+            f"was dropped and runs again on resume), the store is not finalized; continue "
+            f"with `{again}`"
+        )
+    if session.stopped_by is not None and done < len(snapshots):
+        raise RunStoppedError(
+            f"stopped by {session.stopped_by} after {done}/{len(snapshots)} committed "
+            f"snapshots ({session.committed} this session); continue with `{again}`"
+        )
+    manifest = finalize_store(store_dir, len(snapshots))
+    _log.debug("static.run", store=str(store_dir), committed=session.committed)
+    return StaticOutcome(
+        store=store_dir,
+        provider=selection.provider.value,
+        snapshots=len(snapshots),
+        done=done,
+        committed=session.committed,
+        decisions=session.decisions,
+        attempts=session.attempts,
+        manifest=manifest,
+        orphaned_attempts=orphans,
+    )
+
+
+def _supersede_partial_report(store_dir: Path) -> None:
+    """Remove a report written on this store while it was partial: resume makes it stale."""
+    directory = store_dir / REPORT_DIR
+    try:
+        head = read_regular(directory / "table2.md", MAX_READ, what="table2.md")
+    except (OSError, UnsafeFileError):
+        return
+    if PARTIAL_MARK.encode() not in head:
+        return
+    for name in REPORT_FILES:
+        (directory / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+    _log.warning("static.partial_report_removed", store=str(store_dir))
+
+
+def _refuse_existing(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if (out / "records.log").exists():
+            raise StoreExistsError(
+                f"{out} already holds a run store; continue it with `harness static resume "
+                f"{shlex.quote(str(out))}` or choose another --out"
+            )
+        what = "is not a directory" if not out.is_dir() else "exists and is not empty"
+        raise StoreExistsError(
+            f"{out} {what}; a run never writes into one - choose another --out or remove it"
+        )
+
+
 def run_static(
     out: Path,
     *,
     split: StudySplit,
     selection: ProviderSelection,
-    progress: Callable[[int], AbstractContextManager[Progress]] | None = None,
-) -> RunInfo:
-    """Run the static study into ``out`` and return what run.json says.
+    lock_path: Path | None = None,
+    progress: ProgressFactory | None = None,
+    handle_signals: bool = True,
+) -> StaticOutcome:
+    """Run the static study into a new store at ``out`` and finalize it.
 
     Args:
         out: a new or empty directory.
         split: ``heldout`` (the study) or ``dev`` (development).
-        selection: which provider answers model calls.
-        progress: given the number of snapshots, returns a context manager whose value is
-            advanced once per finished snapshot (e.g. ``click.progressbar(length=...)``).
+        selection: which provider answers model calls (no planner plug-in).
+        lock_path: the study lock genesis binds (default: ``schedules/study-lock.json``).
+        progress: see ``ProgressFactory``.
+        handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
 
     Raises:
-        RunDirectoryExistsError: when ``out`` exists and is not empty (checked first).
+        StoreExistsError: when ``out`` exists and is not empty (checked first).
+        ProviderSelectionError: a planner plug-in was given (the static study has no planner).
         ManifestMismatchError: when the benchmark differs from its pinned manifest.
-        CredentialError: when the gemini credential source is unusable.
-        FastPathInvariantError: when the critic core needed its model on a snapshot (the
-            directory is left without run.json, as an interrupted run).
+        CredentialError: when the credential source is unusable.
+        ProviderOutageError: a snapshot measured only an outage (exit 75; resumable).
+        RunStoppedError: SIGINT or SIGTERM stopped the run (exit 130; resumable).
+        FastPathInvariantError: the critic core needed its model on a snapshot (the store is
+            left unfinalized).
     """
-    check_out_dir(out)
+    _refuse_existing(out)
+    if selection.planner is not None:
+        # The static study has no planner: its snapshots are fixed, only critics are asked.
+        raise ProviderSelectionError("--planner applies only to harness v2 run")
+    lock_bytes = _read_lock(lock_path or data_path(DEFAULT_LOCK_PATH))
     bench = benchmark()
     manifest = check_manifest(bench)
     snapshots = study_snapshots(bench, split)
     config = default_generation_config()
-    simulated = selection.provider is ProviderName.SIMULATED
+    identity = StaticIdentity(
+        split=split,
+        provider=provider_identity(selection, config),
+        model=_model(selection, config),
+        manifest_digest=manifest.digest,
+        policies=(*MAIN_POLICIES, *ABLATION_POLICIES),
+        critic_core_seed=CRITIC_CORE_SEED,
+        full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
+    )
     provider = open_provider(selection)
-    gold = {t.task_id: t.gold for t in bench.tasks if t.split == split}
-    writer = RunWriter(out, durable=not simulated)
     try:
-        policies = study_policies(provider, Audit(journal=writer, blobs=writer), config, gold)
-        attempts = 0
-
-        def emit(record: DecisionRecord) -> None:
-            nonlocal attempts
-            attempts += len(record.attempt_ids)
-            writer.decision(record)
-
-        with progress(len(snapshots)) if progress is not None else nullcontext() as bar:
-            advance = (lambda: bar.update(1)) if bar is not None else (lambda: None)
-            records = trio.run(lambda: decide_all(snapshots, policies, emit=emit, advance=advance))
-        model = (
-            config.simulated.model
-            if simulated
-            else selection.model
-            if selection.model is not None
-            else config.gemini.model
+        writer = RunStore.create(
+            out,
+            lock_bytes,
+            snapshot_rows(snapshots),
+            result_type=StaticCellResult,
+            attempt_type=AttemptRecord,
+            identity=msgspec.to_builtins(identity),
         )
-        info = writer.finish(
-            lambda files: RunInfo(
-                split=split,
-                provider=selection,
-                simulated=simulated,
-                model=model,
-                generation_config=msgspec.to_builtins(config),
-                config_digest=config_digest(config),
-                manifest_digest=manifest.digest,
-                policies=tuple(p.name for p in policies),
-                snapshots=len(snapshots),
-                records=records,
-                attempts=attempts,
-                critic_core_seed=CRITIC_CORE_SEED,
-                full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
-                files=files,
-            )
+        return _drive(
+            writer,
+            snapshots=snapshots,
+            selection=selection,
+            provider=provider,
+            config=config,
+            gold={t.task_id: t.gold for t in bench.tasks if t.split == split},
+            lock_path=lock_path,
+            progress=progress,
+            handle_signals=handle_signals,
+            orphans=0,
         )
     finally:
-        writer.close()
         _close(provider)
-    _log.debug("static.run", out=str(out), split=split, records=records, attempts=attempts)
-    return info
+
+
+def resume_static(
+    store_dir: Path,
+    *,
+    flags: ProviderFlags,
+    lock_path: Path | None = None,
+    progress: ProgressFactory | None = None,
+    handle_signals: bool = True,
+) -> StaticOutcome:
+    """Continue a static store from its verified prefix and finalize it.
+
+    The split, provider, model, endpoint and generation config come from the store's genesis;
+    only the credential comes from ``flags``. A finalized store is reported complete and
+    nothing is written.
+
+    Raises:
+        StoreNotFoundError: no store at ``store_dir``.
+        StudyKindError: the store is not a static study's.
+        ProviderSelectionError: a flag contradicts the store's identity.
+        StaticStudyError: the generation config or benchmark changed since the store began.
+        TamperError, LockMismatchError, ScheduleMismatchError: the store refuses resume.
+        ProviderOutageError, RunStoppedError, FastPathInvariantError: as ``run_static``.
+    """
+    report = verify_store(store_dir)
+    view = read_store(store_dir)
+    if view.genesis is None:
+        raise StaticStudyError(f"{store_dir} has no verified genesis; resume refused")
+    identity = decode_identity(dict(view.genesis.identity), str(store_dir))
+    config = default_generation_config()
+    selection = selection_for_resume(flags, identity.provider, config, str(store_dir))
+    if report.finalized and report.cells == report.schedule_rows:
+        return StaticOutcome(
+            store=store_dir,
+            provider=identity.provider.provider.value,
+            snapshots=report.schedule_rows,
+            done=report.cells,
+            committed=0,
+            decisions=0,
+            attempts=0,
+            manifest=report.manifest_digest,
+            complete=True,
+        )
+    if config_digest(config) != identity.provider.generation_config_digest:
+        raise StaticStudyError(
+            f"store {store_dir} was run with generation config "
+            f"{identity.provider.generation_config_digest}; this harness's is "
+            f"{config_digest(config)} (a changed config is a different run: start a new store)"
+        )
+    bench = benchmark()
+    manifest = check_manifest(bench)
+    if manifest.digest != identity.manifest_digest:
+        raise StaticStudyError(
+            f"store {store_dir} was run on benchmark {identity.manifest_digest}; this one is "
+            f"{manifest.digest}: start a new store"
+        )
+    snapshots = study_snapshots(bench, identity.split)
+    lock_bytes = _read_lock(lock_path or data_path(DEFAULT_LOCK_PATH))
+    resumed = RunStore.open_for_resume(
+        store_dir,
+        lock_bytes,
+        snapshot_rows(snapshots),
+        result_type=StaticCellResult,
+        attempt_type=AttemptRecord,
+    )
+    provider: Provider | None = None
+    try:
+        _supersede_partial_report(store_dir)
+        provider = open_provider(selection)
+    except BaseException:
+        resumed.writer.close()
+        raise
+    try:
+        return _drive(
+            resumed.writer,
+            snapshots=snapshots,
+            selection=selection,
+            provider=provider,
+            config=config,
+            gold={t.task_id: t.gold for t in bench.tasks if t.split == identity.split},
+            lock_path=lock_path,
+            progress=progress,
+            handle_signals=handle_signals,
+            orphans=len(resumed.orphaned_attempts),
+        )
+    finally:
+        _close(provider)

@@ -35,10 +35,12 @@ from typing import Final, Literal
 
 import msgspec
 
+from harness.audit import study_kind
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.errors import (
     ExportError,
     PrivacyError,
+    StudyKindError,
     StudyLockError,
     StudyReportError,
     UnsafeFileError,
@@ -181,6 +183,7 @@ def export_bundle(
         StoreNotFoundError: no store at ``root``.
         ExportError: the store does not verify or is not finalized, the report is missing or
             stale, the config is not the locked one, or ``out`` exists.
+        StudyKindError: the store is a static study's.
         PrivacyError: the bundle would carry a credential, a local path or a local name.
     """
     base = Path(root)
@@ -192,6 +195,8 @@ def export_bundle(
         raise ExportError(f"store {base} does not verify ({report.code}): {report.reason}")
     if report.manifest_digest is None or report.head is None:
         raise ExportError(f"store {base} is not finalized; finish and finalize the run first")
+    if study_kind(view, str(base)) != "v2":
+        raise StudyKindError(f"{base} is a static study store: export bundles V2 stores only")
     files = _store_files(base)
     files[CONFIG_NAME] = _config_file(base, config_path, files["study.lock"])
     files.update(_report_files(base, report_dir or base / "report", report.head))

@@ -30,8 +30,9 @@ from typing import Final, Literal
 
 import msgspec
 
+from harness.audit import study_kind
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StudyLockError, StudyReportError
+from harness.errors import StudyKindError, StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
@@ -209,6 +210,8 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
         raise StudyReportError(
             f"store {root} fails verification ({report.code}): {report.reason}; no report"
         )
+    if study_kind(view, str(root)) != "v2":
+        raise StudyKindError(f"{root} is a static study store: see `harness static report`")
     if not view.cells:
         raise StudyReportError(f"store {root} holds no committed cell")
     results = []

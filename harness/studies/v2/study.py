@@ -42,9 +42,11 @@ from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
+from harness.audit import study_kind
 from harness.errors import (
     ProviderOutageError,
     RunStoppedError,
+    StudyKindError,
     StudyReportError,
     ToolChildKilledError,
     V2StudyError,
@@ -575,6 +577,8 @@ def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:
         V2StudyError: a committed result is not a V2 cell result.
     """
     view = read_store(store_dir)
+    if study_kind(view, str(store_dir)) != "v2":
+        raise StudyKindError(f"{store_dir} is a static study store: see `harness stores`")
     results = []
     for record in view.cells:
         try:
