@@ -22,7 +22,8 @@ from v2_report_support import CONFIG_PATH, real_store
 from harness.cli import main
 from harness.lock import build_lock, encode_lock
 from harness.store import RunStore, read_blob, read_store
-from harness.studies.v2.replay import offline, render_replay, replay_store
+from harness.studies._replay import offline
+from harness.studies.v2.replay import render_replay, replay_store
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 

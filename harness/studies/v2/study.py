@@ -55,7 +55,7 @@ from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
-from harness.providers.audit import AttemptIntent, AttemptRecord, memory_audit
+from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
@@ -250,20 +250,7 @@ class _Probe:
             if writer.put_blob(data) != address:  # the same domain and bytes: never differs
                 raise V2StudyError("a preflight blob changed address in the store")
         for record in self.journal.records:
-            key = writer.journal_begin(
-                AttemptIntent(
-                    provider=record.provider,
-                    simulated=record.simulated,
-                    model=record.model,
-                    role=record.role,
-                    cell_id=record.cell_id,
-                    prompt_id=record.prompt_id,
-                    attempt_index=record.attempt_index,
-                    retry_reason=record.retry_reason,
-                    request_hash=record.request_hash,
-                    config_digest=record.config_digest,
-                )
-            )
+            key = writer.journal_begin(record.intent())
             blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
             writer.journal_end(key, record, blobs=blobs)
 
