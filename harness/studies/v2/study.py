@@ -104,7 +104,6 @@ __all__ = [
     "PreflightCheck",
     "default_store_dir",
     "execute",
-    "killed_before_publish",
     "read_results",
     "provider_line",
     "resume_command",
@@ -315,13 +314,10 @@ def execute(
     if resume and (limit is not None or cells):
         raise V2StudyError("a resume continues the store's own rows; --limit/--cells are for run")
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
-    if resume and killed_before_publish(store_dir):
-        # A run killed while creating its store left only a private partial directory: no
-        # cell, no attempt. Resuming it is starting it (create clears the partial).
-        _log.warning("v2.resume_unpublished", store=str(store_dir))
-        resume = False
-    elif resume:
-        done = _finalized(store_dir)  # no store there: StoreNotFoundError, before preflight
+    if resume:
+        # No store there (or only a create cut short, whose flags - a pilot's rows among them -
+        # nothing recorded): StoreNotFoundError, before preflight.
+        done = _finalized(store_dir)
         if done is not None:
             return done
     if isinstance(selection, ProviderFlags):
@@ -449,8 +445,6 @@ def _log_session(store_dir: Path, first_row: int, rows: int, max_cells: int, res
 
 
 def _stored_pilot(store_dir: Path) -> PilotLabel | None:
-    if killed_before_publish(store_dir):
-        return None
     genesis = read_store(store_dir).genesis
     return None if genesis is None else pilot_label(genesis.identity)
 
@@ -545,15 +539,6 @@ def _supersede_partial_report(store_dir: Path) -> None:
     with contextlib.suppress(OSError):
         directory.rmdir()
     _log.warning("v2.partial_report_removed", cells=made)
-
-
-def killed_before_publish(store_dir: Path) -> bool:
-    """True when ``store_dir`` holds no store but a creation of it was cut short there."""
-    if store_dir.exists() and any(store_dir.iterdir()):
-        return False
-    parent = store_dir.parent
-    prefix = f".{store_dir.name}.partial-"
-    return parent.is_dir() and any(p.name.startswith(prefix) for p in parent.iterdir())
 
 
 def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:
