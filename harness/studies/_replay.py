@@ -20,6 +20,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from harness.canonical import canonical_bytes
 from harness.errors import ReplayMismatchError, UnsafeFileError
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.kinds import AttemptStatus, ProviderName
@@ -30,6 +31,7 @@ from harness.store import read_blob
 __all__ = [
     "RecordedProvider",
     "ReplayReport",
+    "Tally",
     "compare_report",
     "offline",
     "render_checks",
@@ -183,6 +185,37 @@ class RecordedProvider:
         return ProviderResult(
             provider=final.provider, output=output, failure=failure, attempts=tuple(taken)
         )
+
+
+class Tally:
+    """What a replay counted, cell by cell (a V2 cell or a static snapshot)."""
+
+    def __init__(self) -> None:
+        self.replayed = 0
+        self.identical = 0
+        self.decisions = 0
+        self.policy_decisions = 0
+        self.served = 0
+        self.not_replayable: list[str] = []
+        self.mismatches: list[str] = []
+
+    def settle(
+        self,
+        where: str,
+        problems: list[str],
+        replayed: Sequence[AttemptRecord],
+        recorded: Sequence[AttemptRecord],
+        provider: RecordedProvider,
+    ) -> None:
+        """Judge one replayed cell: its own ``problems``, then its attempts against the record."""
+        if [canonical_bytes(a) for a in replayed] != [canonical_bytes(a) for a in recorded]:
+            problems.append("the replayed audit group differs from the recorded one")
+        if provider.left:
+            problems.append(f"{provider.left} recorded attempt(s) were never asked for")
+        if problems:
+            self.mismatches.append(f"{where}: " + "; ".join(problems))
+        else:
+            self.identical += 1
 
 
 def compare_report(

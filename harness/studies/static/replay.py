@@ -39,6 +39,7 @@ from harness.store import CellRecord, read_store
 from harness.studies._replay import (
     RecordedProvider,
     ReplayReport,
+    Tally,
     compare_report,
     offline,
     render_checks,
@@ -52,22 +53,13 @@ from harness.worlds.snapshots import Snapshot
 __all__ = ["render_static_replay", "replay_static"]
 
 
-class _Tally:
-    def __init__(self) -> None:
-        self.replayed = 0
-        self.identical = 0
-        self.decisions = 0
-        self.served = 0
-        self.mismatches: list[str] = []
-
-
 async def _replay_cells(
     root: Path,
     cells: tuple[CellRecord, ...],
     snapshots: dict[str, Snapshot],
     gold: Mapping[str, Mapping[str, Any]],
     name: ProviderName,
-    tally: _Tally,
+    tally: Tally,
 ) -> None:
     config = default_generation_config()
     for cell in cells:
@@ -92,7 +84,7 @@ async def _replay_cells(
             continue
         tally.replayed += 1
         tally.served += provider.served
-        tally.decisions += len(decisions)
+        tally.policy_decisions += len(decisions)
         problems = []
         if [canonical_bytes(d) for d in decisions] != [
             canonical_bytes(d) for d in stored.decisions
@@ -103,14 +95,7 @@ async def _replay_cells(
                 if canonical_bytes(d) != canonical_bytes(s)
             ]
             problems.append(f"decisions differ ({', '.join(differing) or 'count'})")
-        if [canonical_bytes(a) for a in journal.records] != [canonical_bytes(a) for a in attempts]:
-            problems.append("the replayed attempts differ from the recorded audit group")
-        if provider.left:
-            problems.append(f"{provider.left} recorded attempt(s) were never asked for")
-        if problems:
-            tally.mismatches.append(f"{where}: " + "; ".join(problems))
-        else:
-            tally.identical += 1
+        tally.settle(where, problems, journal.records, attempts, provider)
 
 
 def replay_static(root: str | Path, *, report_dir: Path | None = None) -> ReplayReport:
@@ -131,7 +116,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         identity = decode_identity(dict(view.genesis.identity), str(base))
         bench = benchmark()
         manifest = check_manifest(bench)
-        tally = _Tally()
+        tally = Tally()
         if manifest.digest != identity.manifest_digest:
             tally.mismatches.append(
                 f"the store was run on benchmark {identity.manifest_digest}, this one is "
@@ -153,7 +138,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         cells_replayed=tally.replayed,
         cells_identical=tally.identical,
         decisions_replayed=0,
-        policy_decisions_replayed=tally.decisions,
+        policy_decisions_replayed=tally.policy_decisions,
         attempts_served=tally.served,
         not_replayable=(),
         mismatches=tuple(tally.mismatches),

@@ -46,6 +46,7 @@ from harness.store import CellRecord
 from harness.studies._replay import (
     RecordedProvider,
     ReplayReport,
+    Tally,
     compare_report,
     offline,
     render_checks,
@@ -110,24 +111,13 @@ def _first_difference(replayed: CellResult, stored: CellResult) -> str:
     return "the encodings differ"
 
 
-class _Tally:
-    def __init__(self) -> None:
-        self.replayed = 0
-        self.identical = 0
-        self.decisions = 0
-        self.policy_decisions = 0
-        self.served = 0
-        self.not_replayable: list[str] = []
-        self.mismatches: list[str] = []
-
-
 async def _replay_cells(
     root: Path,
     inputs: StudyInputs,
     rows: Sequence[Row],
     records: Sequence[CellRecord],
     results: Sequence[CellResult],
-    tally: _Tally,
+    tally: Tally,
 ) -> None:
     for row, record, stored in zip(rows, records, results, strict=True):
         where = f"row {record.row_index} ({row.cell_id})"
@@ -153,14 +143,7 @@ async def _replay_cells(
         problems = []
         if canonical_bytes(run.result) != canonical_bytes(stored):
             problems.append(f"result differs: {_first_difference(run.result, stored)}")
-        if [canonical_bytes(a) for a in run.attempts] != [canonical_bytes(a) for a in attempts]:
-            problems.append("the replayed audit group differs from the recorded one")
-        if provider.left:
-            problems.append(f"{provider.left} recorded attempt(s) were never asked for")
-        if problems:
-            tally.mismatches.append(f"{where}: " + "; ".join(problems))
-        else:
-            tally.identical += 1
+        tally.settle(where, problems, run.attempts, attempts, provider)
 
 
 def _stale_at(report_dir: Path, cells: int) -> int | None:
@@ -209,7 +192,7 @@ def replay_store(
         except msgspec.ValidationError as e:
             raise StudyReportError(f"store {base} holds a row that is not a V2 row: {e}") from e
         inputs = prepare(config, rows)
-        tally = _Tally()
+        tally = Tally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
         stored_report = report_dir if report_dir is not None else base / REPORT_DIR
         stale = _stale_at(stored_report, len(view.cells))
