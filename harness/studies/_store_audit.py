@@ -1,11 +1,12 @@
-"""The run store as the providers' attempt journal, the circuit breaker and the outage test.
+"""The run store as the attempt journal, the circuit breaker, the outage test, the stop message.
 
 What every study that writes through ``harness.store`` shares when a provider answers its
 policies: ``StoreAudit`` journals each attempt in the store before it is sent (fsynced) and
 after it ends, and stores raw responses as blobs; ``Breaker`` watches the attempts as they end
 and trips after K consecutive infrastructure failures; ``outage`` tells a unit of work (a V2
 cell, a static snapshot) none of whose attempts reached the model, which is never committed:
-it measured an outage, not a policy.
+it measured an outage, not a policy; ``raise_if_stopped`` says how a stopped session ended
+and how to continue it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.errors import BreakerTrippedError
+from harness.errors import BreakerTrippedError, ProviderOutageError, RunStoppedError
 from harness.providers.audit import AttemptIntent, AttemptRecord
 from harness.providers.kinds import AttemptStatus, infrastructure_cause
 from harness.store import RunStore
 
-__all__ = ["Breaker", "FailureDisplay", "StoreAudit", "outage"]
+__all__ = ["Breaker", "FailureDisplay", "StoreAudit", "outage", "raise_if_stopped"]
 
 
 class FailureDisplay(Protocol):
@@ -154,3 +155,40 @@ class StoreAudit:
         address = self._store.put_blob(data)
         self.seconds += time.perf_counter() - started
         return address
+
+
+def raise_if_stopped(
+    *,
+    outage: str | None,
+    stopped_by: str | None,
+    done: int,
+    total: int,
+    committed: int,
+    unit: str,
+    again: str,
+) -> None:
+    """Raise how a session that did not reach the end stopped, naming the resume command.
+
+    Args:
+        outage: why the provider failed (the breaker's or an outage-only unit's reason).
+        stopped_by: the signal that stopped the run.
+        done: units committed in the store; ``total``: units in its schedule.
+        committed: units committed by this session.
+        unit: what a unit is called (``cell``, ``snapshot``).
+        again: the exact command that continues the store.
+
+    Raises:
+        ProviderOutageError: ``outage`` is set (exit 75).
+        RunStoppedError: ``stopped_by`` is set (exit 130).
+    """
+    if outage is not None:
+        raise ProviderOutageError(
+            f"provider outage: {outage}; the run stopped after {done}/{total} committed "
+            f"{unit}s ({committed} this session; the {unit} in flight was dropped and runs "
+            f"again on resume), the store is not finalized; continue with `{again}`"
+        )
+    if stopped_by is not None:
+        raise RunStoppedError(
+            f"stopped by {stopped_by} after {done}/{total} committed {unit}s ({committed} "
+            f"this session); continue with `{again}`"
+        )

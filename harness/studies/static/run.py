@@ -48,9 +48,7 @@ from harness.benchmark.build import Benchmark, benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.errors import (
     FastPathInvariantError,
-    ProviderOutageError,
     ProviderSelectionError,
-    RunStoppedError,
     StaticStudyError,
     StoreExistsError,
     UnsafeFileError,
@@ -92,7 +90,7 @@ from harness.providers.selection import (
 from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input, read_regular
 from harness.store import RunStore, finalize_store, read_store, verify_store
-from harness.studies._store_audit import StoreAudit, outage
+from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped
 from harness.studies.static.records import (
     PARTIAL_MARK,
     REPORT_DIR,
@@ -463,18 +461,15 @@ def _drive(
     finally:
         writer.close()
     again = resume_command(store_dir, selection, lock_path)
-    if session.outage is not None:
-        raise ProviderOutageError(
-            f"provider outage: {session.outage}; the run stopped after {done}/{len(snapshots)} "
-            f"committed snapshots ({session.committed} this session; the snapshot in flight "
-            f"was dropped and runs again on resume), the store is not finalized; continue "
-            f"with `{again}`"
-        )
-    if session.stopped_by is not None and done < len(snapshots):
-        raise RunStoppedError(
-            f"stopped by {session.stopped_by} after {done}/{len(snapshots)} committed "
-            f"snapshots ({session.committed} this session); continue with `{again}`"
-        )
+    raise_if_stopped(
+        outage=session.outage,
+        stopped_by=session.stopped_by if done < len(snapshots) else None,
+        done=done,
+        total=len(snapshots),
+        committed=session.committed,
+        unit="snapshot",
+        again=again,
+    )
     manifest = finalize_store(store_dir, len(snapshots))
     _log.debug("static.run", store=str(store_dir), committed=session.committed)
     return StaticOutcome(

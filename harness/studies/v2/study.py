@@ -44,8 +44,6 @@ import msgspec
 
 from harness.audit import study_kind
 from harness.errors import (
-    ProviderOutageError,
-    RunStoppedError,
     StudyKindError,
     StudyReportError,
     ToolChildKilledError,
@@ -80,6 +78,7 @@ from harness.store import (
     read_store,
     verify_store,
 )
+from harness.studies._store_audit import raise_if_stopped
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
@@ -405,17 +404,15 @@ def execute(
     finally:
         probe.close()
     again = resume_command(store_dir, selection, lock_path)
-    if ran.outage is not None:
-        raise ProviderOutageError(
-            f"provider outage: {ran.outage}; the run stopped after {ran.done}/{ran.total} "
-            f"committed cells ({ran.committed} this session; the cell in flight was dropped "
-            f"and runs again on resume), the store is not finalized; continue with `{again}`"
-        )
-    if ran.stopped_by is not None:
-        raise RunStoppedError(
-            f"stopped by {ran.stopped_by} after {ran.done}/{ran.total} committed cells "
-            f"({ran.committed} this session); continue with `{again}`"
-        )
+    raise_if_stopped(
+        outage=ran.outage,
+        stopped_by=ran.stopped_by,
+        done=ran.done,
+        total=ran.total,
+        committed=ran.committed,
+        unit="cell",
+        again=again,
+    )
     # A pilot is sealed as a pilot: its genesis says so, and no expected count makes it the study.
     expected = None if label is not None else len(rows)
     manifest = finalize_store(store_dir, expected) if ran.complete else None
