@@ -119,7 +119,8 @@ def replay_cmd(
 
     Works on a V2 or a static store (told by its genesis). Ambient GOOGLE_*/GEMINI_* variables
     are removed first and every socket connection is refused while replay runs. Exit 0 when
-    everything matched, 3 when anything differed.
+    everything matched, 3 when anything differed. With no report made yet in STORE/report,
+    the decisions alone are replayed and the output says no report was compared.
     """
     scrub_ambient()
     if study_kind(read_store(store), str(store)) == "static":

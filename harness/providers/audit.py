@@ -198,6 +198,21 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     price: PriceTable
     cost_usd: float | None
 
+    def intent(self) -> AttemptIntent:
+        """The intent this attempt was journaled with before it was sent."""
+        return AttemptIntent(
+            provider=self.provider,
+            simulated=self.simulated,
+            model=self.model,
+            role=self.role,
+            cell_id=self.cell_id,
+            prompt_id=self.prompt_id,
+            attempt_index=self.attempt_index,
+            retry_reason=self.retry_reason,
+            request_hash=self.request_hash,
+            config_digest=self.config_digest,
+        )
+
 
 def detail_line(text: str) -> str:
     """``text`` as a record's failure detail: on one line, at most 500 characters."""

@@ -69,6 +69,7 @@ __all__ = [
     "MAX_LOG",
     "MAX_SMALL",
     "MANIFEST_TMP",
+    "partial_prefix",
     "RECORDS",
     "SCHEDULE_COPY",
     "WRITER_LOCK",
@@ -96,6 +97,17 @@ SCHEDULE_COPY: Final = "schedule.json"
 MANIFEST: Final = "MANIFEST"
 MANIFEST_TMP: Final = "MANIFEST.tmp"
 WRITER_LOCK: Final = "writer.lock"
+
+
+def partial_prefix(name: str) -> str:
+    """The name prefix of the private directory a store named ``name`` is created in.
+
+    The directory is renamed to ``name`` in one step once genesis and HEAD are durable; a
+    create cut short leaves it behind (the next create of ``name`` clears it).
+    """
+    return f".{name}.partial-"
+
+
 EVIDENCE: Final = "evidence"
 MANIFEST_SIG: Final = "MANIFEST.sig"
 

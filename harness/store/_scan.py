@@ -43,6 +43,7 @@ from harness.store._files import (
     RECORDS,
     WRITER_LOCK,
     WriterLock,
+    partial_prefix,
 )
 from harness.store._model import BeginEntry, VerifyCode, VerifyReport, VerifyStatus
 from harness.store._scan_blobs import check_blobs
@@ -174,6 +175,13 @@ def require_store(root: Path) -> None:
     Raises:
         StoreNotFoundError: ``root`` is missing, not a directory, or holds no store files.
     """
+    if not root.is_dir() or not any(root.iterdir()):
+        prefix = partial_prefix(root.name)
+        if root.parent.is_dir() and any(p.name.startswith(prefix) for p in root.parent.iterdir()):
+            raise StoreNotFoundError(
+                f"no store at {root}: the run creating it was cut short before the store "
+                "existed (no cell and no attempt were recorded); start that run again"
+            )
     if not root.is_dir():
         raise StoreNotFoundError(f"no store at {root}")
     if not any(os.path.lexists(root / name) for name in (RECORDS, HEAD)):

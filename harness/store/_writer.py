@@ -65,6 +65,7 @@ from harness.store._files import (
     WriterLock,
     blob_name,
     encode_line,
+    partial_prefix,
 )
 from harness.store._journal import RangeEntry, bind_range, orphans_of
 from harness.store._model import (
@@ -324,7 +325,7 @@ class RunStore:
         try:
             parent.mkdir(parents=True, exist_ok=True)
             _clear_stale_partials(parent, root.name)
-            partial = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=parent))
+            partial = Path(tempfile.mkdtemp(prefix=partial_prefix(root.name), dir=parent))
         except OSError as e:
             raise StoreError(f"cannot create store {root}: {e.strerror or e}") from e
         lock = WriterLock.acquire(partial / WRITER_LOCK, root)
@@ -1115,7 +1116,7 @@ def _remove_leftovers(durable: Durable, root: Path) -> None:
 
 def _clear_stale_partials(parent: Path, name: str) -> None:
     """Remove partial directories of earlier interrupted creates (their lock is free)."""
-    for partial in parent.glob(f".{name}.partial-*"):
+    for partial in parent.glob(f"{partial_prefix(name)}*"):
         try:
             lock = WriterLock.acquire(partial / WRITER_LOCK, partial)
         except (WriterLockedError, StoreError):

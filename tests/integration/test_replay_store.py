@@ -22,7 +22,8 @@ from v2_report_support import CONFIG_PATH, real_store
 from harness.cli import main
 from harness.lock import build_lock, encode_lock
 from harness.store import RunStore, read_blob, read_store
-from harness.studies.v2.replay import offline, render_replay, replay_store
+from harness.studies._replay import offline
+from harness.studies.v2.replay import render_replay, replay_store
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 
@@ -83,6 +84,24 @@ def test_replay_detects_a_missing_table(copy: Path) -> None:
     (copy / "report" / "table4.tex").unlink()
     report = replay_store(copy, CONFIG_PATH)
     assert report.table_mismatches == (f"table4.tex: not in {copy / 'report'}",)
+
+
+def test_replay_without_a_report_compares_the_decisions_and_says_so(copy: Path) -> None:
+    shutil.rmtree(copy / "report")
+    report = replay_store(copy, CONFIG_PATH)
+    assert report.ok, render_replay(report)
+    assert report.cells_identical == 8
+    assert report.tables_compared == report.table_mismatches == ()
+    assert report.no_report == (
+        f"no report in {copy / 'report'} to compare yet (write one with `harness v2 report {copy}`)"
+    )
+    assert render_replay(report).endswith(
+        f"tables: not compared: {report.no_report}\n"
+        "replay passed (decisions only: no report compared)"
+    )
+    # An empty report folder is a report with every file missing, not "no report".
+    (copy / "report").mkdir()
+    assert not replay_store(copy, CONFIG_PATH).ok
 
 
 def _rebuild(source: Path, target: Path, change: dict[int, dict[str, object]]) -> None:

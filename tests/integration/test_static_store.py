@@ -84,6 +84,26 @@ def test_replay_fails_when_a_report_file_differs(reference: Path, tmp_path: Path
     assert "TABLE: table2.md: the stored file differs from the regenerated one" in replayed.stdout
 
 
+def test_replay_without_a_report_compares_the_decisions_and_says_so(
+    reference: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    shutil.rmtree(copy / REPORT_DIR)
+    replayed = CliRunner().invoke(main, ["replay", str(copy)])
+    assert replayed.exit_code == 0, replayed.output
+    assert "snapshots: 108/108 replayed identically" in replayed.stdout
+    assert (
+        f"tables: not compared: no report in {copy / REPORT_DIR} to compare yet (write one "
+        f"with `harness static report {copy}`)\n"
+    ) in replayed.stdout
+    assert replayed.stdout.endswith("replay passed (decisions only: no report compared)\n")
+    # A report folder the user names must be there: its absence is a failure.
+    named = CliRunner().invoke(main, ["replay", str(copy), "--report", str(tmp_path / "none")])
+    assert named.exit_code == 3, named.output
+    assert f"TABLE: table2.md: not in {tmp_path / 'none'}" in named.stdout
+
+
 def _tamper_record(store: Path) -> None:
     log = store / "records.log"
     log.write_bytes(log.read_bytes().replace(b'"decision":"stuck"', b'"decision":"complete"', 1))

@@ -25,9 +25,10 @@ from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.protocol import Provider
 from harness.sandbox import open_backend
 from harness.store import RunStore, finalize_store, read_store
+from harness.studies._store_audit import StoreAudit
 from harness.studies.v2.loop import SandboxTools, run_cell
 from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2.runner import StoreAudit, prepare, run_rows
+from harness.studies.v2.runner import prepare, run_rows
 from harness.studies.v2.schedule import plain_rows
 
 KEY = "fake-key-breaker-0123456789"

@@ -25,7 +25,6 @@ from harness.store import RunStore, SessionEntry, VerifyStatus, read_store, veri
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.schedule import plain_rows
-from harness.studies.v2.study import killed_before_publish
 
 ROWS = 48  # seed 1 of world 10: 6 tasks x 2 checkpoints x 4 pipelines
 DRIVER = Path(__file__).resolve().parent / "v2_support.py"
@@ -180,13 +179,3 @@ def test_v2_resume_of_a_torn_first_record(
     assert report.committed == ROWS
     assert _stored(store) == reference
     assert any((store / "evidence").iterdir())  # the cut bytes are kept
-
-
-def test_v2_a_store_killed_before_it_was_published_is_recognised(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    assert not killed_before_publish(store)
-    (tmp_path / ".store.partial-abc123").mkdir()
-    assert killed_before_publish(store)
-    store.mkdir()
-    (store / "something").write_text("x")
-    assert not killed_before_publish(store)

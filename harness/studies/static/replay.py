@@ -14,14 +14,15 @@ alone it:
 3. recomputes the analysis and every report file and compares them with the stored report
    directory (default ``STORE/report``), byte for byte.
 
-This module writes nothing. ``ReplayReport`` is V2's (one shape for both studies).
+This module writes nothing. What both studies' replays share (the offline guard, recorded
+answers, the report comparison, ``ReplayReport``) is ``harness.studies._replay``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import trio
@@ -30,31 +31,26 @@ from harness.audit import audit_store
 from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.canonical import canonical_bytes
-from harness.errors import ReplayMismatchError, StoreError, UnsafeFileError
+from harness.errors import ReplayMismatchError, StoreError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.config import default_generation_config
 from harness.providers.kinds import ProviderName
-from harness.safeio import MAX_READ, read_regular
 from harness.store import CellRecord, read_store
+from harness.studies._replay import (
+    RecordedProvider,
+    ReplayReport,
+    Tally,
+    compare_report,
+    offline,
+    render_checks,
+)
 from harness.studies.static.analysis import analyse, load_run
 from harness.studies.static.records import StaticCellResult, decode_identity
 from harness.studies.static.report import REPORT_DIR, render_files
 from harness.studies.static.run import decide_snapshot, study_policies, study_snapshots
-from harness.studies.v2.replay import RecordedProvider, ReplayReport, offline
 from harness.worlds.snapshots import Snapshot
 
 __all__ = ["render_static_replay", "replay_static"]
-
-_MAX_SHOWN: Final = 20
-
-
-class _Tally:
-    def __init__(self) -> None:
-        self.replayed = 0
-        self.identical = 0
-        self.decisions = 0
-        self.served = 0
-        self.mismatches: list[str] = []
 
 
 async def _replay_cells(
@@ -63,7 +59,7 @@ async def _replay_cells(
     snapshots: dict[str, Snapshot],
     gold: Mapping[str, Mapping[str, Any]],
     name: ProviderName,
-    tally: _Tally,
+    tally: Tally,
 ) -> None:
     config = default_generation_config()
     for cell in cells:
@@ -88,7 +84,7 @@ async def _replay_cells(
             continue
         tally.replayed += 1
         tally.served += provider.served
-        tally.decisions += len(decisions)
+        tally.policy_decisions += len(decisions)
         problems = []
         if [canonical_bytes(d) for d in decisions] != [
             canonical_bytes(d) for d in stored.decisions
@@ -99,36 +95,7 @@ async def _replay_cells(
                 if canonical_bytes(d) != canonical_bytes(s)
             ]
             problems.append(f"decisions differ ({', '.join(differing) or 'count'})")
-        if [canonical_bytes(a) for a in journal.records] != [canonical_bytes(a) for a in attempts]:
-            problems.append("the replayed attempts differ from the recorded audit group")
-        if provider.left:
-            problems.append(f"{provider.left} recorded attempt(s) were never asked for")
-        if problems:
-            tally.mismatches.append(f"{where}: " + "; ".join(problems))
-        else:
-            tally.identical += 1
-
-
-def _compare_tables(root: Path, report_dir: Path) -> tuple[list[str], list[str]]:
-    files = render_files(analyse(load_run(root)))
-    compared, mismatches = [], []
-    for name, data in files.items():
-        path = report_dir / name
-        compared.append(name)
-        try:
-            stored = read_regular(path, MAX_READ, what=str(path))
-        except UnsafeFileError as e:
-            mismatches.append(f"{name}: refused ({e})")
-            continue
-        except FileNotFoundError:
-            mismatches.append(f"{name}: not in {report_dir}")
-            continue
-        except OSError as e:
-            mismatches.append(f"{name}: unreadable ({e.strerror})")
-            continue
-        if stored != data:
-            mismatches.append(f"{name}: the stored file differs from the regenerated one")
-    return compared, mismatches
+        tally.settle(where, problems, journal.records, attempts, provider)
 
 
 def replay_static(root: str | Path, *, report_dir: Path | None = None) -> ReplayReport:
@@ -149,7 +116,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         identity = decode_identity(dict(view.genesis.identity), str(base))
         bench = benchmark()
         manifest = check_manifest(bench)
-        tally = _Tally()
+        tally = Tally()
         if manifest.digest != identity.manifest_digest:
             tally.mismatches.append(
                 f"the store was run on benchmark {identity.manifest_digest}, this one is "
@@ -159,8 +126,11 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         gold = {t.task_id: t.gold for t in bench.tasks if t.split == identity.split}
         name = identity.provider.provider
         trio.run(_replay_cells, base, view.cells, snapshots, gold, name, tally)
-        compared, table_mismatches = _compare_tables(
-            base, report_dir if report_dir is not None else base / REPORT_DIR
+        compared, table_mismatches, no_report = compare_report(
+            render_files(analyse(run)),
+            report_dir if report_dir is not None else base / REPORT_DIR,
+            default=report_dir is None,
+            command=f"harness static report {base}",
         )
     return ReplayReport(
         store_status=view.report.status.value,
@@ -168,7 +138,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         cells_replayed=tally.replayed,
         cells_identical=tally.identical,
         decisions_replayed=0,
-        policy_decisions_replayed=tally.decisions,
+        policy_decisions_replayed=tally.policy_decisions,
         attempts_served=tally.served,
         not_replayable=(),
         mismatches=tuple(tally.mismatches),
@@ -177,6 +147,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         table_mismatches=tuple(table_mismatches),
         simulated=run.info.simulated,
         provider=f"provider: {identity.provider.describe()}",
+        no_report=no_report,
     )
 
 
@@ -190,16 +161,6 @@ def render_static_replay(report: ReplayReport) -> str:
         f"({report.cells_replayed} replayed)",
         f"decisions: {report.policy_decisions_replayed} policy decisions recomputed; "
         f"{report.attempts_served} recorded provider attempts served from their blobs",
-        f"tables: {len(report.tables_compared) - len(report.table_mismatches)}/"
-        f"{len(report.tables_compared)} regenerated files equal the stored ones",
+        *render_checks(report),
     ]
-    for title, lines in (
-        ("MISMATCH", report.mismatches),
-        ("AUDIT", report.audit_problems),
-        ("TABLE", report.table_mismatches),
-    ):
-        out.extend(f"{title}: {line}" for line in lines[:_MAX_SHOWN])
-        if len(lines) > _MAX_SHOWN:
-            out.append(f"{title}: ... and {len(lines) - _MAX_SHOWN} more")
-    out.append("replay passed" if report.ok else "replay FAILED")
     return "\n".join(out)

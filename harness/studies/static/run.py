@@ -48,9 +48,7 @@ from harness.benchmark.build import Benchmark, benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.errors import (
     FastPathInvariantError,
-    ProviderOutageError,
     ProviderSelectionError,
-    RunStoppedError,
     StaticStudyError,
     StoreExistsError,
     UnsafeFileError,
@@ -72,14 +70,14 @@ from harness.policies import (
     PostconditionOracle,
     SelfCheck,
 )
-from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
+from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
     GenerationConfig,
     config_digest,
     default_generation_config,
 )
-from harness.providers.kinds import ProviderName, infrastructure_cause
+from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
     ProviderFlags,
@@ -92,6 +90,7 @@ from harness.providers.selection import (
 from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input, read_regular
 from harness.store import RunStore, finalize_store, read_store, verify_store
+from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped
 from harness.studies.static.records import (
     PARTIAL_MARK,
     REPORT_DIR,
@@ -330,53 +329,18 @@ class StaticOutcome:
     complete: bool = False
 
 
-class _StoreAudit:
-    """The run store as the critics' attempt journal and blob sink.
-
-    ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
-    after it; ``put`` stores raw bytes content-addressed. ``ended`` collects the snapshot's
-    ended attempts: its audit group.
-    """
+class _StoreAudit(StoreAudit):
+    """The run store as the critics' attempt journal and blob sink; ``ended`` collects the
+    snapshot's ended attempts: its audit group."""
 
     def __init__(self, store: RunStore) -> None:
-        self._store = store
-        self._open: dict[tuple[str, str, int, str], int] = {}
+        super().__init__(store)
         self.ended: list[AttemptRecord] = []
 
-    @staticmethod
-    def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
-        return (item.cell_id, item.role.value, item.attempt_index, item.request_hash)
-
-    def begin(self, intent: AttemptIntent) -> None:
-        """Journal an attempt about to be sent."""
-        key = self._key(intent)
-        if key in self._open:
-            raise ValueError(f"attempt {key} begun twice")
-        self._open[key] = self._store.journal_begin(intent)
-
     def end(self, record: AttemptRecord) -> None:
-        """Journal how an attempt ended, with the blobs it stored."""
-        begun = self._open.pop(self._key(record), None)
-        if begun is None:
-            raise ValueError(f"attempt {self._key(record)} ended without a begin")
-        blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        self._store.journal_end(begun, record, blobs=blobs)
+        """Journal how an attempt ended, and keep it for the snapshot's audit group."""
+        super().end(record)
         self.ended.append(record)
-
-    def put(self, data: bytes) -> str:
-        """Store raw bytes; return their address."""
-        return self._store.put_blob(data)
-
-
-def _outage(attempts: Sequence[AttemptRecord]) -> str | None:
-    """Why a snapshot measured an outage (every attempt failed for an infrastructure reason)."""
-    if not attempts:
-        return None
-    causes = [infrastructure_cause(a.failure_kind) for a in attempts]
-    last, cause = attempts[-1], causes[-1]
-    if cause is None or any(c is None for c in causes):
-        return None
-    return f"{cause.value}: {last.failure_detail or last.failure_kind}"
 
 
 @dataclass
@@ -415,7 +379,7 @@ async def _commit_snapshots(
             sink.ended.clear()
             decisions = await decide_snapshot(snapshot, policies)
             attempts = list(sink.ended)
-            why = _outage(attempts)
+            why = outage(attempts)
             if why is not None:
                 session.outage = (
                     f"every provider attempt on {snapshot.snapshot_id} failed for an "
@@ -497,18 +461,15 @@ def _drive(
     finally:
         writer.close()
     again = resume_command(store_dir, selection, lock_path)
-    if session.outage is not None:
-        raise ProviderOutageError(
-            f"provider outage: {session.outage}; the run stopped after {done}/{len(snapshots)} "
-            f"committed snapshots ({session.committed} this session; the snapshot in flight "
-            f"was dropped and runs again on resume), the store is not finalized; continue "
-            f"with `{again}`"
-        )
-    if session.stopped_by is not None and done < len(snapshots):
-        raise RunStoppedError(
-            f"stopped by {session.stopped_by} after {done}/{len(snapshots)} committed "
-            f"snapshots ({session.committed} this session); continue with `{again}`"
-        )
+    raise_if_stopped(
+        outage=session.outage,
+        stopped_by=session.stopped_by if done < len(snapshots) else None,
+        done=done,
+        total=len(snapshots),
+        committed=session.committed,
+        unit="snapshot",
+        again=again,
+    )
     manifest = finalize_store(store_dir, len(snapshots))
     _log.debug("static.run", store=str(store_dir), committed=session.committed)
     return StaticOutcome(

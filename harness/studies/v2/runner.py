@@ -54,10 +54,10 @@ from harness.errors import (
     V2StudyError,
 )
 from harness.log import get_logger
-from harness.providers.audit import AttemptIntent, AttemptRecord, Audit
-from harness.providers.kinds import AttemptStatus, infrastructure_cause
+from harness.providers.audit import Audit
 from harness.providers.protocol import Provider
 from harness.store import RunStore, verify_store
+from harness.studies._store_audit import Breaker, StoreAudit, outage
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
 from harness.studies.v2.config import V2Config
 from harness.studies.v2.loop import CellInputs, CellRun, ToolRunner, run_cell
@@ -68,9 +68,7 @@ from harness.worlds import build_tasks, generate_world
 from harness.worlds.tasks import Task
 
 __all__ = [
-    "Breaker",
     "RunReport",
-    "StoreAudit",
     "StudyInputs",
     "existing_cells",
     "prepare",
@@ -131,121 +129,6 @@ def prepare(config: V2Config, rows: Sequence[Row]) -> StudyInputs:
     return StudyInputs(
         config=config, rows=tuple(rows), tasks=tasks, checkpoints=checkpoints, worlds=worlds
     )
-
-
-class Breaker:
-    """The circuit breaker over consecutive infrastructure failures (see the module docstring).
-
-    Attributes:
-        limit: consecutive infrastructure failures that stop the run (the frozen config's K).
-        streak: the current run of consecutive infrastructure failures.
-        failed: attempts of this session that did not succeed (any reason).
-        tripped: why the breaker stopped the run, or None.
-    """
-
-    def __init__(self, limit: int, progress: Progress | None = None) -> None:
-        self.limit = max(1, limit)
-        self.streak = 0
-        self.failed = 0
-        self.last: str | None = None
-        self.tripped: str | None = None
-        self._progress = progress
-
-    def observe(self, record: AttemptRecord) -> None:
-        """Count one ended attempt."""
-        if record.status is not AttemptStatus.SUCCEEDED:
-            self.failed += 1
-        cause = infrastructure_cause(record.failure_kind)
-        if cause is not None:
-            self.streak += 1
-            reason = record.failure_detail or str(record.failure_kind)
-            self.last = f"{cause.value}: {reason}"
-            if self.streak >= self.limit and self.tripped is None:
-                self.tripped = (
-                    f"{self.streak} consecutive provider attempts failed for infrastructure "
-                    f"reasons (last: {self.last})"
-                )
-        elif record.status is not AttemptStatus.ABANDONED:
-            # An answer (usable or not) reached us: the provider works. An abandoned attempt
-            # says nothing either way.
-            self.streak = 0
-        if self._progress is not None:
-            self._progress.failures(self.failed, self.streak)
-
-
-def outage_only(attempts: Sequence[AttemptRecord]) -> bool:
-    """True when every one of ``attempts`` (at least one) failed for an infrastructure reason."""
-    return bool(attempts) and all(
-        infrastructure_cause(a.failure_kind) is not None for a in attempts
-    )
-
-
-class StoreAudit:
-    """The run store as the providers' attempt journal and blob sink (timed for the benchmark).
-
-    ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
-    after it; ``put`` stores raw bytes content-addressed. With a breaker, every ended attempt is
-    shown to it, and once it has tripped no further attempt is begun.
-    """
-
-    def __init__(
-        self, store: RunStore, breaker: Breaker | None = None, *, staged: bool = False
-    ) -> None:
-        self._store = store
-        self._open: dict[tuple[str, str, int, str], int] = {}
-        self._breaker = breaker
-        self._staged = staged
-        self._cells: dict[str, list[int]] = {}
-        self.seconds = 0.0
-
-    def take(self, cell_id: str) -> list[int]:
-        """The staging keys of ``cell_id``'s attempts, in the order they were begun."""
-        return self._cells.pop(cell_id, [])
-
-    @staticmethod
-    def _key(item: AttemptIntent | AttemptRecord) -> tuple[str, str, int, str]:
-        return (item.cell_id, item.role.value, item.attempt_index, item.request_hash)
-
-    def begin(self, intent: AttemptIntent) -> None:
-        """Journal an attempt about to be sent.
-
-        Raises:
-            BreakerTrippedError: the breaker has tripped; nothing is journaled or sent.
-        """
-        if self._breaker is not None and self._breaker.tripped is not None:
-            raise BreakerTrippedError(self._breaker.tripped)
-        started = time.perf_counter()
-        key = self._key(intent)
-        if key in self._open:
-            raise ValueError(f"attempt {key} begun twice")
-        if self._staged:
-            self._open[key] = self._store.stage_begin(intent)
-            self._cells.setdefault(intent.cell_id, []).append(self._open[key])
-        else:
-            self._open[key] = self._store.journal_begin(intent)
-        self.seconds += time.perf_counter() - started
-
-    def end(self, record: AttemptRecord) -> None:
-        """Journal how an attempt ended, with the blobs it stored."""
-        started = time.perf_counter()
-        begun = self._open.pop(self._key(record), None)
-        if begun is None:
-            raise ValueError(f"attempt {self._key(record)} ended without a begin")
-        blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        if self._staged:
-            self._store.stage_end(begun, record, blobs=blobs)
-        else:
-            self._store.journal_end(begun, record, blobs=blobs)
-        self.seconds += time.perf_counter() - started
-        if self._breaker is not None:
-            self._breaker.observe(record)
-
-    def put(self, data: bytes) -> str:
-        """Store raw bytes; return their address."""
-        started = time.perf_counter()
-        address = self._store.put_blob(data)
-        self.seconds += time.perf_counter() - started
-        return address
 
 
 @dataclass
@@ -341,7 +224,7 @@ async def _cells(
             if breaker.tripped is not None:
                 halt(scope, breaker.tripped)
                 return
-            if outage_only(run.attempts):
+            if outage(run.attempts) is not None:
                 halt(
                     scope,
                     f"every provider attempt of cell {row.cell_id} failed for infrastructure "

@@ -44,8 +44,6 @@ import msgspec
 
 from harness.audit import study_kind
 from harness.errors import (
-    ProviderOutageError,
-    RunStoppedError,
     StudyKindError,
     StudyReportError,
     ToolChildKilledError,
@@ -55,7 +53,7 @@ from harness.lock import DEFAULT_LOCK_PATH
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
-from harness.providers.audit import AttemptIntent, AttemptRecord, memory_audit
+from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
@@ -80,6 +78,7 @@ from harness.store import (
     read_store,
     verify_store,
 )
+from harness.studies._store_audit import raise_if_stopped
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult
@@ -104,7 +103,6 @@ __all__ = [
     "PreflightCheck",
     "default_store_dir",
     "execute",
-    "killed_before_publish",
     "read_results",
     "provider_line",
     "resume_command",
@@ -250,20 +248,7 @@ class _Probe:
             if writer.put_blob(data) != address:  # the same domain and bytes: never differs
                 raise V2StudyError("a preflight blob changed address in the store")
         for record in self.journal.records:
-            key = writer.journal_begin(
-                AttemptIntent(
-                    provider=record.provider,
-                    simulated=record.simulated,
-                    model=record.model,
-                    role=record.role,
-                    cell_id=record.cell_id,
-                    prompt_id=record.prompt_id,
-                    attempt_index=record.attempt_index,
-                    retry_reason=record.retry_reason,
-                    request_hash=record.request_hash,
-                    config_digest=record.config_digest,
-                )
-            )
+            key = writer.journal_begin(record.intent())
             blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
             writer.journal_end(key, record, blobs=blobs)
 
@@ -328,13 +313,10 @@ def execute(
     if resume and (limit is not None or cells):
         raise V2StudyError("a resume continues the store's own rows; --limit/--cells are for run")
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
-    if resume and killed_before_publish(store_dir):
-        # A run killed while creating its store left only a private partial directory: no
-        # cell, no attempt. Resuming it is starting it (create clears the partial).
-        _log.warning("v2.resume_unpublished", store=str(store_dir))
-        resume = False
-    elif resume:
-        done = _finalized(store_dir)  # no store there: StoreNotFoundError, before preflight
+    if resume:
+        # No store there (or only a create cut short, whose flags - a pilot's rows among them -
+        # nothing recorded): StoreNotFoundError, before preflight.
+        done = _finalized(store_dir)
         if done is not None:
             return done
     if isinstance(selection, ProviderFlags):
@@ -422,17 +404,15 @@ def execute(
     finally:
         probe.close()
     again = resume_command(store_dir, selection, lock_path)
-    if ran.outage is not None:
-        raise ProviderOutageError(
-            f"provider outage: {ran.outage}; the run stopped after {ran.done}/{ran.total} "
-            f"committed cells ({ran.committed} this session; the cell in flight was dropped "
-            f"and runs again on resume), the store is not finalized; continue with `{again}`"
-        )
-    if ran.stopped_by is not None:
-        raise RunStoppedError(
-            f"stopped by {ran.stopped_by} after {ran.done}/{ran.total} committed cells "
-            f"({ran.committed} this session); continue with `{again}`"
-        )
+    raise_if_stopped(
+        outage=ran.outage,
+        stopped_by=ran.stopped_by,
+        done=ran.done,
+        total=ran.total,
+        committed=ran.committed,
+        unit="cell",
+        again=again,
+    )
     # A pilot is sealed as a pilot: its genesis says so, and no expected count makes it the study.
     expected = None if label is not None else len(rows)
     manifest = finalize_store(store_dir, expected) if ran.complete else None
@@ -462,8 +442,6 @@ def _log_session(store_dir: Path, first_row: int, rows: int, max_cells: int, res
 
 
 def _stored_pilot(store_dir: Path) -> PilotLabel | None:
-    if killed_before_publish(store_dir):
-        return None
     genesis = read_store(store_dir).genesis
     return None if genesis is None else pilot_label(genesis.identity)
 
@@ -558,15 +536,6 @@ def _supersede_partial_report(store_dir: Path) -> None:
     with contextlib.suppress(OSError):
         directory.rmdir()
     _log.warning("v2.partial_report_removed", cells=made)
-
-
-def killed_before_publish(store_dir: Path) -> bool:
-    """True when ``store_dir`` holds no store but a creation of it was cut short there."""
-    if store_dir.exists() and any(store_dir.iterdir()):
-        return False
-    parent = store_dir.parent
-    prefix = f".{store_dir.name}.partial-"
-    return parent.is_dir() and any(p.name.startswith(prefix) for p in parent.iterdir())
 
 
 def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:
