@@ -1,4 +1,4 @@
-"""``harness stores [DIR]``: list the run stores and static runs under ``stores/`` (or DIR).
+"""``harness stores [DIR]``: list the run stores under the default ``stores/`` (or DIR).
 
 Thin: ``harness.studies.runs.list_runs`` finds and describes them; this prints a table or JSON.
 A missing or unreadable DIR is one line and exit 2.
@@ -26,9 +26,11 @@ def stores_cmd(directory: Path | None, as_json: bool) -> None:
     States: in progress, interrupted, finalized, pilot, damaged. Exit 2 when DIR is not a
     readable directory.
     """
+    from harness.resources import default_stores_dir
     from harness.studies.runs import list_runs
 
-    parent = directory if directory is not None else Path("stores")
+    # Where `v2 run` and `static run` put a store by default, wherever this runs from.
+    parent = directory if directory is not None else default_stores_dir()
     if not parent.is_dir():
         raise InputError(f"{str(parent)!r} is not a directory of run stores")
     try:

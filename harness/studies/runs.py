@@ -158,11 +158,12 @@ def _store_entry(root: Path) -> RunEntry:
 def list_runs(parent: Path) -> list[RunEntry]:
     """Every run directly under ``parent``, sorted by directory name (see the module docstring).
 
-    Directories that hold neither a run store nor a static run are skipped.
+    Directories that hold no run store are skipped, and so are hidden ones: a ``.NAME.partial-*``
+    left by a create cut short is not a store (``harness v2|static resume NAME`` says so).
     """
     entries = []
     for child in sorted(parent.iterdir(), key=lambda p: p.name):
-        if child.is_symlink() or not child.is_dir():
+        if child.name.startswith(".") or child.is_symlink() or not child.is_dir():
             continue
         if (child / "records.log").exists() or (child / "HEAD").exists():
             entries.append(_store_entry(child))

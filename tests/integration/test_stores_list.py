@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -20,6 +19,7 @@ from v2_report_support import make_result, synthetic_store
 
 from harness.cli import main
 from harness.lock import build_lock, encode_lock
+from harness.resources import default_stores_dir
 from harness.store import RunStore, VerifyStatus
 from harness.studies.runs import list_runs
 from harness.studies.v2.outcomes import CellResult
@@ -149,17 +149,29 @@ def test_stores_finds_a_static_run(tmp_path: Path) -> None:
     assert list_runs(tmp_path)[0].state == "damaged"
 
 
-def test_stores_defaults_to_stores_and_refuses_a_missing_folder(tmp_path: Path) -> None:
+def test_stores_defaults_to_where_runs_put_stores_and_refuses_a_missing_folder(
+    tmp_path: Path,
+) -> None:
     runner = CliRunner()
     here = os.getcwd()
     try:
-        os.chdir(tmp_path)
-        result = runner.invoke(main, ["stores"])
-        assert result.exit_code == 2
-        assert result.stderr == "error: 'stores' is not a directory of run stores\n"
-        (tmp_path / "stores").mkdir()
-        result = runner.invoke(main, ["stores"])
-        assert (result.exit_code, result.stdout) == (0, "no run stores under stores\n")
+        os.chdir(tmp_path)  # the default does not depend on where the command runs
+        result = runner.invoke(main, ["stores", "--json"])
     finally:
         os.chdir(here)
-    shutil.rmtree(tmp_path / "stores")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["directory"] == str(default_stores_dir())
+    missing = tmp_path / "stores"
+    result = runner.invoke(main, ["stores", str(missing)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {str(missing)!r} is not a directory of run stores\n"
+    missing.mkdir()
+    result = runner.invoke(main, ["stores", str(missing)])
+    assert (result.exit_code, result.stdout) == (0, f"no run stores under {missing}\n")
+
+
+def test_stores_skips_a_create_cut_short(tmp_path: Path) -> None:
+    partial = tmp_path / ".st.partial-k9x2"
+    done = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(partial)])
+    assert done.exit_code == 0, done.output  # a whole store under a partial's name
+    assert list_runs(tmp_path) == []
