@@ -89,7 +89,8 @@ def finalize_store(
         if manifest.cells != manifest.schedule_rows:
             raise FinalizeError(
                 f"store {root} holds {manifest.cells} of {manifest.schedule_rows} cells; "
-                f"continue it with `harness v2 resume {root}` (it finalizes when complete)"
+                f"continue it with its study's resume (`harness v2 resume {root}` or `harness "
+                f"static resume {root}`), which finalizes it when complete"
             )
         line, digest = encode_line(Domain.STORE_MANIFEST, canonical_bytes(manifest))
         Durable(ops or FileOps()).replace(root / MANIFEST, root / MANIFEST_TMP, line)

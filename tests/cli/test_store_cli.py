@@ -89,7 +89,7 @@ def test_store_cli_finalize_incomplete_is_one_line_exit_2(tmp_path: Path) -> Non
     assert result.stderr.startswith("error: store ")
     run = tmp_path / "run"
     assert result.stderr.endswith(
-        f"holds 1 of 3 cells; continue it with `harness v2 resume {run}` "
-        "(it finalizes when complete)\n"
+        f"holds 1 of 3 cells; continue it with its study's resume (`harness v2 resume {run}` "
+        f"or `harness static resume {run}`), which finalizes it when complete\n"
     )
     assert result.stderr.count("\n") == 1

@@ -311,7 +311,10 @@ def test_v2_commands_name_a_static_store_in_one_line(reference: Path, tmp_path: 
     runner = CliRunner()
     for command, said in (
         (["v2", "report", str(reference), "--out", str(tmp_path / "r")], "harness static report"),
-        (["v2", "status", str(reference)], "harness stores"),
+        (["v2", "status", str(reference)], "harness static report|resume"),
+        (["v2", "resume", str(reference)], "harness static report|resume"),
+        (["v2", "cells", str(reference)], "harness static report|resume"),
+        (["v2", "show", str(reference), "w02-lookup"], "harness static report|resume"),
         (["export", str(reference), str(tmp_path / "x")], "export bundles V2 stores only"),
     ):
         result = runner.invoke(main, command)

@@ -338,7 +338,7 @@ def test_store_finalize_refuses_an_incomplete_store(tmp_path: Path) -> None:
     with RunStore.create(root, LOCK, ROWS) as w:
         w.commit_cell(0, {}, [])
     with pytest.raises(
-        FinalizeError, match=r"holds 1 of 4 cells; continue it with `harness v2 resume "
+        FinalizeError, match=r"holds 1 of 4 cells; continue it with its study's resume "
     ):
         finalize_store(root)
     assert not (root / "MANIFEST").exists()

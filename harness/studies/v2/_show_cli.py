@@ -16,10 +16,10 @@ import click
 import msgspec
 from click.shell_completion import CompletionItem
 
-from harness.errors import StoreError, StudyReportError
+from harness.errors import StoreError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
-from harness.studies.v2.outcomes import POLICIES, CellResult, decode_cell
+from harness.studies.v2.outcomes import POLICIES, CellResult, decode_cell, read_v2_store
 
 __all__ = ["v2_cells_cmd", "v2_show_cmd"]
 
@@ -120,14 +120,9 @@ def v2_cells_cmd(
 
     Exit 2 when the store is tampered or a record is not a V2 cell result.
     """
-    from harness.store import read_store
     from harness.studies.v2.transcript import cell_outcome
 
-    view = read_store(store)
-    if view.report.status.value == "tamper":
-        raise StudyReportError(
-            f"store {store} fails verification ({view.report.code}): {view.report.reason}"
-        )
+    view = read_v2_store(store)
     rows = []
     for record in view.cells:
         result = decode_cell(record)

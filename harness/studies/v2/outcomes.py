@@ -38,12 +38,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from harness.errors import StudyReportError
+from harness.errors import StudyKindError, StudyReportError
 
 if TYPE_CHECKING:
-    from harness.store import CellRecord
+    from pathlib import Path
+
+    from harness.store import CellRecord, StoreView
 
 __all__ = [
+    "read_v2_store",
     "ACTIONS",
     "CALL_OUTCOMES",
     "CHECKPOINTS",
@@ -259,3 +262,25 @@ def decode_cell(record: CellRecord) -> CellResult:
         raise StudyReportError(
             f"record {record.seq} (row {record.row_index}) is not a V2 cell result: {e}"
         ) from e
+
+
+def read_v2_store(root: Path, *, refuse_tamper: bool = True) -> StoreView:
+    """The store at ``root`` read through verification, refused unless it is a V2 study's.
+
+    Raises:
+        StoreNotFoundError: no store at ``root``.
+        StudyKindError: the genesis names the static (or another) study.
+        StudyReportError: with ``refuse_tamper``, the store fails verification.
+    """
+    from harness.audit import study_kind
+    from harness.store import read_store
+
+    view = read_store(root)
+    if view.genesis is not None and study_kind(view, str(root)) != "v2":
+        raise StudyKindError(
+            f"{root} is a static study store: use `harness static report|resume {root}`"
+        )
+    report = view.report
+    if refuse_tamper and report.status.value == "tamper":
+        raise StudyReportError(f"store {root} fails verification ({report.code}): {report.reason}")
+    return view

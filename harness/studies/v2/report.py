@@ -30,16 +30,15 @@ from typing import Final, Literal
 
 import msgspec
 
-from harness.audit import study_kind
 from harness.canonical import Domain, canonical_bytes, digest_bytes
-from harness.errors import StudyKindError, StudyLockError, StudyReportError
+from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
 from harness.providers.kinds import ProviderName
 from harness.providers.selection import ProviderIdentity
 from harness.safeio import write_atomic
-from harness.store import StoreView, read_store
+from harness.store import StoreView
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
@@ -53,7 +52,7 @@ from harness.studies.v2.analysis import (
     analyze,
 )
 from harness.studies.v2.config import V2Config, decode_config
-from harness.studies.v2.outcomes import CellResult, decode_cell
+from harness.studies.v2.outcomes import CellResult, decode_cell, read_v2_store
 from harness.studies.v2.pilot import pilot_label
 from harness.studies.v2.transcript import (
     CellTranscript,
@@ -204,14 +203,12 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
         StudyReportError: the store does not verify, holds no cell, or a result does not
             decode or does not belong to its schedule row.
     """
-    view = read_store(root)
+    view = read_v2_store(root, refuse_tamper=False)
     report = view.report
     if report.status.value == "tamper":
         raise StudyReportError(
             f"store {root} fails verification ({report.code}): {report.reason}; no report"
         )
-    if study_kind(view, str(root)) != "v2":
-        raise StudyKindError(f"{root} is a static study store: see `harness static report`")
     if not view.cells:
         raise StudyReportError(f"store {root} holds no committed cell")
     results = []

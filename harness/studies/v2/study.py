@@ -42,9 +42,7 @@ from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
-from harness.audit import study_kind
 from harness.errors import (
-    StudyKindError,
     StudyReportError,
     ToolChildKilledError,
     V2StudyError,
@@ -76,12 +74,11 @@ from harness.store import (
     VerifyStatus,
     finalize_store,
     read_store,
-    verify_store,
 )
 from harness.studies._store_audit import raise_if_stopped
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
-from harness.studies.v2.outcomes import POLICIES, CellResult
+from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
 from harness.studies.v2.pilot import PILOT_KEY, PilotLabel, estimate, pilot_label, select_rows
 from harness.studies.v2.progress import Progress
 from harness.studies.v2.runner import (
@@ -264,8 +261,9 @@ def _finalized(store_dir: Path) -> Outcome | None:
 
     Raises:
         StoreNotFoundError: no store at ``store_dir``.
+        StudyKindError: a static study's store.
     """
-    report = verify_store(store_dir)
+    report = read_v2_store(store_dir, refuse_tamper=False).report  # refuses a static store
     if not report.finalized or report.status is not VerifyStatus.OK:
         return None
     ran = RunReport(store=store_dir, total=report.schedule_rows, done=report.cells)
@@ -545,9 +543,7 @@ def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:
         StoreNotFoundError: no store there.
         V2StudyError: a committed result is not a V2 cell result.
     """
-    view = read_store(store_dir)
-    if study_kind(view, str(store_dir)) != "v2":
-        raise StudyKindError(f"{store_dir} is a static study store: see `harness stores`")
+    view = read_v2_store(store_dir, refuse_tamper=False)
     results = []
     for record in view.cells:
         try:

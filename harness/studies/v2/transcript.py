@@ -31,8 +31,8 @@ import msgspec
 from harness.errors import StoreError, StudyReportError
 from harness.providers.audit import AttemptRecord
 from harness.providers.kinds import AttemptStatus, ProviderName, Role
-from harness.store import CellRecord, StoreView, read_blob, read_store
-from harness.studies.v2.outcomes import CellResult, StepRecord
+from harness.store import CellRecord, StoreView, read_blob
+from harness.studies.v2.outcomes import CellResult, StepRecord, read_v2_store
 from harness.studies.v2.schedule import Row
 from harness.tools.adapter import ToolCall, receipts_for_call
 from harness.tools.catalog import TOOL_IDS, call_tool
@@ -415,12 +415,7 @@ def _world_for(config_path: Path | None, root: Path, records: Sequence[CellRecor
 
 
 def _view(root: Path) -> StoreView:
-    view = read_store(root)
-    if view.report.status.value == "tamper":
-        raise StudyReportError(
-            f"store {root} fails verification ({view.report.code}): {view.report.reason}"
-        )
-    return view
+    return read_v2_store(root)
 
 
 def transcripts_of(
