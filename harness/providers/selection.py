@@ -139,7 +139,8 @@ def select_provider(
         ]
         if given:
             raise ProviderSelectionError(
-                f"{' and '.join(given)} apply only to --provider gemini or openai "
+                f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to "
+                "--provider gemini or openai "
                 "(the simulated provider uses no network and no credential)"
             )
         return ProviderSelection(
@@ -387,8 +388,19 @@ def selection_for_resume(
             f"--provider {flags.provider} contradicts it (resume takes the provider from the store)"
         )
     if flags.model is not None and flags.model != stored.model:
+        had = "no --model" if stored.model is None else f"model {stored.model}"
         raise ProviderSelectionError(
-            f"store {store} was run with model {stored.model}; --model {flags.model} contradicts it"
+            f"store {store} was run with {had}; --model {flags.model} contradicts it"
+        )
+    if stored.provider is ProviderName.SIMULATED and flags.base_url is not None:
+        raise ProviderSelectionError(
+            f"store {store} was run with the simulated provider, which has no endpoint; "
+            f"--provider-base-url {flags.base_url} contradicts it"
+        )
+    if flags.no_credential and stored.provider is not ProviderName.OPENAI:
+        raise ProviderSelectionError(
+            f"store {store} was run with {stored.describe()}; --no-credential applies only to "
+            "an openai store run without a key"
         )
     if flags.planner is not None and (
         stored.planner is None or flags.planner != stored.planner.spec

@@ -93,7 +93,7 @@ def test_options_gemini_with_env_and_base_url() -> None:
             ["--provider", "gemini", "--credential-file", "k", "--credential-env", "K"],
             r"--provider gemini needs exactly one of",
         ),
-        (["--credential-env", "K"], r"--credential-env apply only to --provider gemini"),
+        (["--credential-env", "K"], r"--credential-env applies only to --provider gemini"),
         (
             ["--credential-file", "k", "--provider-base-url", "http://x/"],
             r"--credential-file and --provider-base-url apply only to --provider gemini",

@@ -118,7 +118,7 @@ def test_static_run_refuses_a_non_empty_directory_that_is_no_store(tmp_path: Pat
     [
         (
             ["run", "--credential-env", "KEY"],
-            r"^error: --credential-env apply only to --provider gemini .*\n$",
+            r"^error: --credential-env applies only to --provider gemini .*\n$",
         ),
         (
             ["run", "--provider", "gemini", "--credential-file", "{tmp}/missing-key"],

@@ -162,4 +162,4 @@ def test_v2_cli_refuses_credential_options_with_the_simulated_provider(tmp_path:
     key.write_text("k\n")
     result = _invoke("v2", "run", "--credential-file", str(key))
     assert result.exit_code == 2
-    assert "apply only to --provider gemini" in _error(result)
+    assert "applies only to --provider gemini" in _error(result)

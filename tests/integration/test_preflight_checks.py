@@ -276,7 +276,7 @@ def test_preflight_credential_for_the_simulated_provider_fails(
     )
     failed = _failed(study.run())
     assert list(failed) == ["credential"]
-    assert failed["credential"].startswith("--credential-file apply only to --provider gemini")
+    assert failed["credential"].startswith("--credential-file applies only to --provider gemini")
 
 
 def test_preflight_simulated_provider_ignores_ambient_variables(study: Study) -> None:

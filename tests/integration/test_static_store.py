@@ -235,8 +235,18 @@ def test_resume_of_a_finalized_store_writes_nothing(reference: Path) -> None:
             r"it \(resume takes the provider from the store\)\n$",
         ),
         (["--planner", "x:y"], r"^error: store .* was run with no planner plug-in; --planner "),
+        (["--model", "m"], r"^error: store .* was run with no --model; --model m contradicts it"),
+        (
+            ["--provider-base-url", "http://127.0.0.1:1/"],
+            r"^error: store .* was run with the simulated provider, which has no endpoint; "
+            r"--provider-base-url http://127.0.0.1:1/ contradicts it\n$",
+        ),
+        (
+            ["--no-credential"],
+            r"^error: store .* was run with .*; --no-credential applies only to an openai store",
+        ),
     ],
-    ids=["provider", "planner"],
+    ids=["provider", "planner", "model", "base-url", "no-credential"],
 )
 def test_resume_refuses_contradicting_flags_in_one_line(
     reference: Path, tmp_path: Path, args: list[str], message: str

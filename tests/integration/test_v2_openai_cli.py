@@ -219,7 +219,7 @@ def test_v2_gemini_shaped_options_are_refused_for_openai_in_one_line(
     )
     result = _invoke("v2", "run", "--store", str(store), "--model", "x")
     assert result.exit_code == 2
-    assert _error(result).startswith("error: --model apply only to --provider gemini or openai")
+    assert _error(result).startswith("error: --model applies only to --provider gemini or openai")
     result = _invoke(
         "v2", "run", "--store", str(store), "--planner", "python:/nowhere/p.py:PLANNER"
     )
