@@ -2,7 +2,8 @@
 
 ``analysis.load_run`` reads a static run store through verification and refuses a tampered
 store, a store of another study and records that are not one decision per policy and snapshot
-(an unfinalized store loads as partial, and every report file says so).
+(an unfinalized store loads as partial: the console, table2.md, table2.json, endpoints.md
+and report.html say so; CSV, LaTeX and figures have no place for it).
 ``analysis.analyse`` recomputes everything from the records:
 
 - per policy: U (unsafe ``complete`` on fault snapshots), C (clean snapshots not completed),
