@@ -1,9 +1,11 @@
 """The ``harness`` console entry point: a small shell around ``harness.cli.main``.
 
-Two things happen here, before the CLI (and everything it imports) is loaded:
+Three things happen here, before the CLI (and everything it imports) is loaded:
 
 - Ctrl-C while the program is still starting (importing the study, the SDK) ends with one line
   and exit 130, never a traceback;
+- a second SIGINT/SIGTERM while a stopped run winds down is noted, not fatal
+  (``harness.stopping``);
 - ``--credential-env NAME``: the key is moved out of the environment before any provider call.
   Removing a variable with ``os.environ.pop`` does not erase it from the process's initial
   environment block, which ``/proc/<pid>/environ`` keeps showing to every process of the same
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from typing import Final, NoReturn
 
 from harness._credential_pipe import CREDENTIAL_FD_VARIABLE, inherited, take_inherited
+from harness.stopping import hold_at_exit, install
 
 __all__ = ["run"]
 
@@ -72,4 +75,8 @@ def run() -> None:
         from harness.cli import main
     except KeyboardInterrupt:
         _interrupted()
-    main()
+    install()
+    try:
+        main()
+    finally:
+        hold_at_exit()

@@ -217,6 +217,37 @@ def test_a_signal_stops_the_run_cleanly_and_resume_finishes(
     assert _results(store) == _results(reference)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_further_signals_while_stopping_are_noted_not_fatal(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """GNU timeout sends its signal twice, an impatient user presses Ctrl-C again: the run
+    still ends with its one stop line and exit 130."""
+    store = tmp_path / "stopped"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while _lines(store / "records.log") < 20 and process.poll() is None:
+        assert time.monotonic() < deadline, "the run committed nothing in time"
+        time.sleep(0.005)
+    for _ in range(6):  # the first stops the run; the others land while it winds down
+        if process.poll() is not None:
+            break
+        process.send_signal(sig)
+        time.sleep(0.02)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    lines = err.decode().splitlines()
+    assert lines[-1].startswith(f"error: stopped by {sig.name} after ")
+    assert lines[-1].endswith(f"continue with `harness static resume {store}`")
+    note = "harness: already stopping; the run ends at its next safe point"
+    assert set(lines[:-1]) <= {note}
+    assert CliRunner().invoke(main, ["store", "verify", str(store)]).exit_code == 4
+
+
 def test_resume_of_a_finalized_store_writes_nothing(reference: Path) -> None:
     before = (reference / "records.log").read_bytes(), (reference / "journal.log").read_bytes()
     result = CliRunner().invoke(main, ["static", "resume", str(reference)])

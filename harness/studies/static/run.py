@@ -89,6 +89,7 @@ from harness.providers.selection import (
 )
 from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input, read_regular
+from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped
 from harness.studies.static.records import (
@@ -368,6 +369,7 @@ async def _commit_snapshots(
             task_status.started()
             async for signum in received:
                 session.stopped_by = signal.Signals(signum).name
+                request_stop()
                 _log.warning("static.stop_requested", signal=session.stopped_by)
                 scope.cancel()
 

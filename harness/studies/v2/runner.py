@@ -56,6 +56,7 @@ from harness.errors import (
 from harness.log import get_logger
 from harness.providers.audit import Audit
 from harness.providers.protocol import Provider
+from harness.stopping import request_stop
 from harness.store import RunStore, verify_store
 from harness.studies._store_audit import Breaker, StoreAudit, outage
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
@@ -173,6 +174,7 @@ async def _watch(stop: _Stop, *, task_status: trio.TaskStatus[None]) -> None:
         task_status.started()
         async for signum in received:
             stop.signal = signal.Signals(signum).name
+            request_stop()
             _log.warning("v2.stop_requested", signal=stop.signal)
             if stop.scope is not None:
                 stop.scope.cancel()
