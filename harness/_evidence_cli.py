@@ -20,7 +20,8 @@ from harness.errors import InputError
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
 from harness.resources import data_path, is_checkout
-from harness.store import lock_digest, read_store
+from harness.store import VerifyStatus, lock_digest, read_store, verify_store
+from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
@@ -77,14 +78,28 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     click.echo(f"  generation_config {lock.generation_config.digest}")
 
 
+def _refuse_live(store: Path, verb: str) -> None:
+    """One line and exit 5 while a writer holds ``store``: its tail is still being written."""
+    report = verify_store(store)
+    if report.status is VerifyStatus.IN_PROGRESS:
+        click.echo(
+            f"error: store {store} is in progress ({report.writer} holds it); {verb} it once "
+            "the run has stopped",
+            err=True,
+        )
+        sys.exit(EXIT_IN_PROGRESS)
+
+
 @click.command("audit")
 @click.argument("store", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON.")
 def audit_cmd(store: Path, as_json: bool) -> None:
     """Audit every provider attempt of a run store, its hashes and its credential hygiene.
 
-    Exit 0 when the audit passed, 3 when it found a problem.
+    Exit 0 when the audit passed, 3 when it found a problem, 5 while a live writer holds the
+    store (one line; audit it once the run has stopped).
     """
+    _refuse_live(store, "audit")
     report = audit_store(store)
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
@@ -119,10 +134,12 @@ def replay_cmd(
 
     Works on a V2 or a static store (told by its genesis). Ambient GOOGLE_*/GEMINI_* variables
     are removed first and every socket connection is refused while replay runs. Exit 0 when
-    everything matched, 3 when anything differed. With no report made yet in STORE/report,
+    everything matched, 3 when anything differed, 5 while a live writer holds the store. With no
+    report made yet in STORE/report,
     the decisions alone are replayed and the output says no report was compared.
     """
     scrub_ambient()
+    _refuse_live(store, "replay")
     if study_kind(read_store(store), str(store)) == "static":
         from harness.studies.static.replay import render_static_replay, replay_static
 

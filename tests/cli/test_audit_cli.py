@@ -46,3 +46,18 @@ def test_audit_cli_no_store_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.startswith("error: no store at ")
     assert result.output.count("\n") == 1
+
+
+def test_audit_and_replay_of_a_store_a_live_writer_holds_is_one_line_exit_5(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "live"
+    with RunStore.create(store, b"lock\n", [{"cell": 0}, {"cell": 1}]) as writer:
+        writer.commit_cell(0, {"row": 0}, [])
+        for command in (["audit", str(store)], ["replay", str(store)]):
+            result = CliRunner().invoke(main, command)
+            assert result.exit_code == 5, result.output
+            assert result.stdout == ""
+            (line,) = result.stderr.splitlines()
+            assert line.startswith(f"error: store {store} is in progress (")
+            assert line.endswith(f"holds it); {command[0]} it once the run has stopped")
