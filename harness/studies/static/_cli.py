@@ -47,7 +47,8 @@ def _bar(length: int) -> Iterator[Progress]:
 
 
 def _progress() -> ProgressFactory | None:
-    return _bar if verbosity() >= 0 else None
+    # Off a terminal a bar is one bare label line: the closing summary says it all there.
+    return _bar if verbosity() >= 0 and sys.stderr.isatty() else None
 
 
 def _echo(outcome: StaticOutcome) -> None:
