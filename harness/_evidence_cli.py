@@ -16,11 +16,11 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit, study_kind
-from harness.errors import InputError
+from harness.errors import InputError, TamperError
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
 from harness.resources import data_path, is_checkout
-from harness.store import VerifyStatus, lock_digest, read_store, verify_store
+from harness.store import VerifyReport, VerifyStatus, lock_digest, read_store, verify_store
 from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
@@ -78,7 +78,7 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     click.echo(f"  generation_config {lock.generation_config.digest}")
 
 
-def _refuse_live(store: Path, verb: str) -> None:
+def _refuse_live(store: Path, verb: str) -> VerifyReport:
     """One line and exit 5 while a writer holds ``store``: its tail is still being written."""
     report = verify_store(store)
     if report.status is VerifyStatus.IN_PROGRESS:
@@ -88,6 +88,7 @@ def _refuse_live(store: Path, verb: str) -> None:
             err=True,
         )
         sys.exit(EXIT_IN_PROGRESS)
+    return report
 
 
 @click.command("audit")
@@ -139,7 +140,11 @@ def replay_cmd(
     the decisions alone are replayed and the output says no report was compared.
     """
     scrub_ambient()
-    _refuse_live(store, "replay")
+    verified = _refuse_live(store, "replay")
+    if verified.status is VerifyStatus.TAMPER:  # either study: one line, exit 3
+        raise TamperError(
+            f"store {store} fails verification ({verified.code}): {verified.reason}; replay refused"
+        )
     if study_kind(read_store(store), str(store)) == "static":
         from harness.studies.static.replay import render_static_replay, replay_static
 

@@ -121,7 +121,14 @@ def _tamper_journal(store: Path) -> None:
     log.write_bytes(data[:at] + b'"Simulated"' + data[at + len(b'"simulated"') :])
 
 
-@pytest.mark.parametrize("tamper", [_tamper_record, _tamper_blob, _tamper_journal])
+def _tamper_lock_copy(store: Path) -> None:
+    lock = store / "study.lock"
+    lock.write_bytes(lock.read_bytes() + b" ")
+
+
+@pytest.mark.parametrize(
+    "tamper", [_tamper_record, _tamper_blob, _tamper_journal, _tamper_lock_copy]
+)
 def test_tamper_is_caught_and_report_and_replay_refuse(
     reference: Path, tmp_path: Path, tamper: object
 ) -> None:
@@ -141,6 +148,10 @@ def test_tamper_is_caught_and_report_and_replay_refuse(
     assert _report(copy) == before  # nothing rewritten
     assert runner.invoke(main, ["replay", str(copy)]).exit_code == 3
     assert runner.invoke(main, ["audit", str(copy)]).exit_code == 3
+    (copy / "MANIFEST").unlink()  # unfinalized: resume would write if it accepted the store
+    resumed = runner.invoke(main, ["static", "resume", str(copy)])
+    assert resumed.exit_code == 3, resumed.output
+    assert resumed.stderr.count("\n") == 1
 
 
 def _lines(path: Path) -> int:

@@ -51,6 +51,7 @@ from harness.errors import (
     ProviderSelectionError,
     StaticStudyError,
     StoreExistsError,
+    TamperError,
     UnsafeFileError,
 )
 from harness.faults import STATIC_FAULTS
@@ -613,8 +614,11 @@ def resume_static(
     """
     report = verify_store(store_dir)
     view = read_store(store_dir)
-    if view.genesis is None:
-        raise StaticStudyError(f"{store_dir} has no verified genesis; resume refused")
+    if view.genesis is None:  # only tamper leaves a store without one (exit 3)
+        raise TamperError(
+            f"store {store_dir} fails verification ({view.report.code}): {view.report.reason}; "
+            "resume refused"
+        )
     identity = decode_identity(dict(view.genesis.identity), str(store_dir))
     config = default_generation_config()
     selection = selection_for_resume(flags, identity.provider, config, str(store_dir))
