@@ -11,16 +11,26 @@ and how to continue it.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 from harness.errors import BreakerTrippedError, ProviderOutageError, RunStoppedError
 from harness.providers.audit import AttemptIntent, AttemptRecord
 from harness.providers.kinds import AttemptStatus, infrastructure_cause
+from harness.providers.selection import ProviderSelection, credential_option
 from harness.store import RunStore
 
-__all__ = ["Breaker", "FailureDisplay", "StoreAudit", "outage", "raise_if_stopped"]
+__all__ = [
+    "Breaker",
+    "FailureDisplay",
+    "StoreAudit",
+    "outage",
+    "raise_if_stopped",
+    "resume_command",
+]
 
 
 class FailureDisplay(Protocol):
@@ -192,3 +202,18 @@ def raise_if_stopped(
             f"stopped by {stopped_by} after {done}/{total} committed {unit}s ({committed} "
             f"this session); continue with `{again}`"
         )
+
+
+def resume_command(
+    study: str, store_dir: Path, selection: ProviderSelection, lock_path: Path | None
+) -> str:
+    """The exact command that continues ``store_dir`` (``harness <study> resume``): the
+    credential option the run used, and the lock when one was named (everything else comes
+    from the store's genesis)."""
+    parts = [f"harness {study} resume", shlex.quote(str(store_dir))]
+    if lock_path is not None:
+        parts.append(f"--lock {shlex.quote(str(lock_path))}")
+    option = credential_option(selection)
+    if option:
+        parts.append(option)
+    return " ".join(parts)

@@ -83,7 +83,6 @@ from harness.providers.protocol import Provider
 from harness.providers.selection import (
     ProviderFlags,
     ProviderSelection,
-    credential_option,
     open_provider,
     provider_identity,
     selection_for_resume,
@@ -93,6 +92,7 @@ from harness.safeio import MAX_READ, read_input, read_regular
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped
+from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.static.records import (
     PARTIAL_MARK,
     REPORT_DIR,
@@ -284,15 +284,8 @@ def default_store_dir(split: StudySplit, now: datetime | None = None) -> Path:
 
 
 def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
-    """The exact command that continues ``store_dir`` (the credential option the run used and
-    the lock when one was named; everything else comes from the store's genesis)."""
-    parts = ["harness static resume", shlex.quote(str(store_dir))]
-    if lock_path is not None:
-        parts.append(f"--lock {shlex.quote(str(lock_path))}")
-    option = credential_option(selection)
-    if option:
-        parts.append(option)
-    return " ".join(parts)
+    """The exact command that continues ``store_dir`` (``harness static resume ...``)."""
+    return shared_resume_command("static", store_dir, selection, lock_path)
 
 
 def _close(provider: Provider) -> None:

@@ -32,7 +32,6 @@ the confirmatory analysis (``harness v2 report``).
 from __future__ import annotations
 
 import contextlib
-import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,6 +75,7 @@ from harness.store import (
     read_store,
 )
 from harness.studies._store_audit import raise_if_stopped
+from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
@@ -197,15 +197,8 @@ def _read_lock(path: Path) -> bytes:
 
 
 def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
-    """The exact command that continues ``store_dir``: the credential option the run used, and
-    the lock when one was named (the provider itself comes from the store's genesis)."""
-    parts = ["harness v2 resume", shlex.quote(str(store_dir))]
-    if lock_path is not None:
-        parts.append(f"--lock {shlex.quote(str(lock_path))}")
-    option = credential_option(selection)
-    if option:
-        parts.append(option)
-    return " ".join(parts)
+    """The exact command that continues ``store_dir`` (``harness v2 resume ...``)."""
+    return shared_resume_command("v2", store_dir, selection, lock_path)
 
 
 def stored_identity(view: StoreView) -> ProviderIdentity | None:
