@@ -51,6 +51,7 @@ from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider
 
 __all__ = [
+    "select_from_flags",
     "ProviderFlags",
     "ProviderIdentity",
     "ProviderSelection",
@@ -105,6 +106,23 @@ class ProviderSelection(
             raise ValueError("model is set exactly for the openai provider")
         if self.provider is ProviderName.PLUGIN:
             raise ValueError("plugin is not a selectable provider")
+
+
+def select_from_flags(flags: ProviderFlags) -> ProviderSelection:
+    """The selection the flags name as given (no provider: the simulated one).
+
+    Raises:
+        ProviderSelectionError: as ``select_provider``.
+    """
+    return select_provider(
+        flags.provider or ProviderName.SIMULATED.value,
+        credential_file=flags.credential_file,
+        credential_env=flags.credential_env,
+        base_url=flags.base_url,
+        model=flags.model,
+        no_credential=flags.no_credential,
+        planner=flags.planner,
+    )
 
 
 def select_provider(
@@ -229,19 +247,7 @@ def provider_options(command: F) -> F:
     instead of the four option values.
     """
 
-    def build(flags: ProviderFlags) -> ProviderSelection:
-        assert flags.provider is not None  # the option has a default
-        return select_provider(
-            flags.provider,
-            credential_file=flags.credential_file,
-            credential_env=flags.credential_env,
-            base_url=flags.base_url,
-            model=flags.model,
-            no_credential=flags.no_credential,
-            planner=flags.planner,
-        )
-
-    return _with_options(command, build, resume=False)
+    return _with_options(command, select_from_flags, resume=False)
 
 
 def open_provider(

@@ -61,7 +61,7 @@ from harness.providers.selection import (
     open_provider,
     probe_provider,
     provider_identity,
-    select_provider,
+    select_from_flags,
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
@@ -311,7 +311,9 @@ def execute(
         if done is not None:
             return done
     if isinstance(selection, ProviderFlags):
-        selection = _resolve(store_dir, selection, config) if resume else _plain(selection)
+        selection = (
+            _resolve(store_dir, selection, config) if resume else select_from_flags(selection)
+        )
     elif resume:
         _resolve(store_dir, _flags_of(selection), config)  # refuses a contradicting selection
     identity = provider_identity(selection, config.generation_config)
@@ -474,18 +476,6 @@ def _announce_cost(
         raise V2StudyError(f"stopped at the cost estimate; nothing was written ({name})")
 
 
-def _plain(flags: ProviderFlags) -> ProviderSelection:
-    return select_provider(
-        flags.provider or ProviderName.SIMULATED.value,
-        credential_file=flags.credential_file,
-        credential_env=flags.credential_env,
-        base_url=flags.base_url,
-        model=flags.model,
-        no_credential=flags.no_credential,
-        planner=flags.planner,
-    )
-
-
 def _flags_of(selection: ProviderSelection) -> ProviderFlags:
     source = selection.credential
     return ProviderFlags(
@@ -505,7 +495,7 @@ def _resolve(store_dir: Path, flags: ProviderFlags, config: V2Config) -> Provide
     if stored is None:
         # A store made before its genesis bound the provider: the flags decide, as they did.
         _log.warning("v2.resume_without_identity", store=str(store_dir))
-        return _plain(flags)
+        return select_from_flags(flags)
     return selection_for_resume(flags, stored, config.generation_config, str(store_dir))
 
 
