@@ -161,19 +161,25 @@ def _lines(path: Path) -> int:
         return 0
 
 
+def _started(store: Path, records: int, output: int) -> subprocess.Popen[bytes]:
+    """A real `harness static run` into ``store``, returned once ``records`` lines are written."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
+        stdout=output,
+        stderr=output,
+    )
+    deadline = time.monotonic() + 120
+    while _lines(store / "records.log") < records and process.poll() is None:
+        assert time.monotonic() < deadline, "the run committed nothing in time"
+        time.sleep(0.005)
+    return process
+
+
 def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     reference: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "killed"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while _lines(store / "records.log") < 30 and process.poll() is None:
-        assert time.monotonic() < deadline, "the run committed nothing in time"
-        time.sleep(0.005)
+    process = _started(store, 30, subprocess.DEVNULL)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL
@@ -205,15 +211,7 @@ def test_a_signal_stops_the_run_cleanly_and_resume_finishes(
     reference: Path, tmp_path: Path, sig: signal.Signals
 ) -> None:
     store = tmp_path / "stopped"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 120
-    while _lines(store / "records.log") < 20 and process.poll() is None:
-        assert time.monotonic() < deadline, "the run committed nothing in time"
-        time.sleep(0.005)
+    process = _started(store, 20, subprocess.PIPE)
     process.send_signal(sig)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
@@ -235,15 +233,7 @@ def test_further_signals_while_stopping_are_noted_not_fatal(
     """GNU timeout sends its signal twice, an impatient user presses Ctrl-C again: the run
     still ends with its one stop line and exit 130."""
     store = tmp_path / "stopped"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "-q", *STATIC, str(store)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 120
-    while _lines(store / "records.log") < 20 and process.poll() is None:
-        assert time.monotonic() < deadline, "the run committed nothing in time"
-        time.sleep(0.005)
+    process = _started(store, 20, subprocess.PIPE)
     for _ in range(6):  # the first stops the run; the others land while it winds down
         if process.poll() is not None:
             break
