@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness.canonical import Domain, digest, digest_each
+from harness.canonical import Domain, canonical_bytes, digest, digest_each
 from harness.ect.model import (
     Certificate,
     Claim,
@@ -290,9 +290,16 @@ def _check_contract(
 def _index_receipts(
     ledger: Ledger, receipt_digests: list[str], report: _Report
 ) -> dict[str, Receipt | None]:
-    """Map receipt id -> receipt; an id whose copies conflict maps to None (unusable)."""
+    """Map receipt id -> receipt; a receipt that is ambiguous maps to None (unusable).
+
+    Ambiguous: its id has copies of different content (COVERAGE_CONFLICTING_RECEIPT_ID), or
+    another receipt of the same call, response and value path says something else
+    (COVERAGE_CONFLICTING_RECEIPTS): one response holds one value at one path, so two different
+    records of it mean the ledger contradicts itself, whether or not either is cited.
+    """
     by_id: dict[str, Receipt | None] = {}
     digest_of: dict[str, str] = {}
+    first_at: dict[tuple[str, str, str], Receipt] = {}
     for index, (receipt, rdigest) in enumerate(zip(ledger.receipts, receipt_digests, strict=True)):
         rid = receipt.receipt_id
         if rid not in digest_of:
@@ -300,10 +307,30 @@ def _index_receipts(
             digest_of[rid] = rdigest
         elif digest_of[rid] == rdigest:
             report.add(R.COVERAGE_DUPLICATE_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
+            continue
         else:
             report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
             by_id[rid] = None
+        site = (receipt.call_id, receipt.response_hash, receipt.source_path)
+        first = first_at.setdefault(site, receipt)
+        if first is not receipt and _content(first) != _content(receipt):
+            report.add(
+                R.COVERAGE_CONFLICTING_RECEIPTS,
+                f"ledger.receipts[{index}]",
+                first.receipt_id,
+                rid,
+            )
+            by_id[first.receipt_id] = None
+            by_id[rid] = None
     return by_id
+
+
+def _content(receipt: Receipt) -> bytes:
+    """A receipt's canonical bytes without its id: what two records of one value must share.
+
+    Canonical bytes, not ``==``: Python's ``120 == 120.0`` would hide a rewritten value.
+    """
+    return canonical_bytes(msgspec.structs.replace(receipt, receipt_id=""))
 
 
 def _check_coverage(
