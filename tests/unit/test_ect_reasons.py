@@ -303,8 +303,12 @@ CASES: dict[str, tuple[Callable[[], Example | ect.Decision], set[R]]] = {
         lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 290}),
         {R.REPLAY_ANSWER_MISMATCH},
     ),
-    "answer-float-for-int": (
-        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 293.0}),
+    "answer-bool-for-int": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": True}),
+        {R.REPLAY_ANSWER_MISMATCH},
+    ),
+    "answer-string-for-int": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": "293"}),
         {R.REPLAY_ANSWER_MISMATCH},
     ),
     "source-tool": (

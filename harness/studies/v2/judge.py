@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import msgspec
@@ -49,11 +50,19 @@ def _number(value: object) -> bool:
 
 
 def same_value(got: Any, want: Any, abs_tol: float = 0.0, rel_tol: float = 0.0) -> bool:
-    """``got`` equals the oracle value ``want`` (numbers within tolerance), recursively."""
+    """``got`` equals the oracle value ``want`` (numbers within tolerance), recursively.
+
+    Numbers compare by exact rational value whatever their JSON type (``3.0`` is 3; ``true``
+    and ``"3"`` are not numbers): a float subtraction could round a difference away, and
+    ``int - float`` overflows for integers beyond the float range.
+    """
     if _number(want):
-        if not _number(got) or not math.isfinite(got):
+        if not _number(got) or (isinstance(got, float) and not math.isfinite(got)):
             return False
-        return bool(abs(got - want) <= max(abs_tol, rel_tol * abs(want)))
+        if got == want:
+            return True
+        exact = Fraction(want)
+        return abs(Fraction(got) - exact) <= max(Fraction(abs_tol), Fraction(rel_tol) * abs(exact))
     if isinstance(want, (list, tuple)):
         return (
             isinstance(got, (list, tuple))
