@@ -109,6 +109,11 @@ def verify_json(
             findings.append(Finding(code=R.INTERNAL_ERROR, path=where, got=type(e).__name__))
     if findings:
         codes = tuple(sorted({f.code for f in findings}, key=list(R).index))
-        return Decision(decision=Verdict.CONTINUE, reason_codes=codes, findings=tuple(findings))
+        return Decision(
+            decision=Verdict.CONTINUE,
+            reason_codes=codes,
+            findings=tuple(findings),
+            answer_checked=answer is not None,
+        )
     *inputs, plain_answer = decoded
     return verify(*inputs, answer=plain_answer, disabled=disabled)

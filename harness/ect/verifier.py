@@ -115,8 +115,9 @@ def verify(
         ledger: the evidence ledger E_t built by the trusted adapter.
         certificate: the candidate certificate C_t, or None when the agent offered none.
         answer: the answer the agent reports (slot -> value), or None to judge the certificate
-            alone. When given, it must name exactly the certified slots, each with the certified
-            value under the slot's comparison, or the decision is ``continue``
+            alone (the decision then says ``answer_checked=False``). When given, it must name
+            exactly the certified slots, each with the certified value under the slot's
+            comparison, or the decision is ``continue``
             (COVERAGE_ANSWER_SLOT, REPLAY_ANSWER_MISMATCH; ADAPTER_ANSWER_MALFORMED when it is
             not an object keyed by slot names).
         disabled: checks to switch off (ablations only).
@@ -129,22 +130,26 @@ def verify(
         enabled = ALL_CHECKS - frozenset(disabled)
         report = _Report(enabled)
         claims = _verify(descriptor, requirements, ledger, certificate, answer, report)
-        return _decision(report.findings, claims)
+        return _decision(report.findings, claims, answer_checked=answer is not None)
     except Exception as e:  # noqa: BLE001 - fail closed is the contract.
         return Decision(
             decision=Verdict.CONTINUE,
             reason_codes=(R.INTERNAL_ERROR,),
             findings=(Finding(code=R.INTERNAL_ERROR, path="$", got=type(e).__name__),),
+            answer_checked=answer is not None,
         )
 
 
-def _decision(findings: list[Finding], claims: list[ClaimResult]) -> Decision:
+def _decision(
+    findings: list[Finding], claims: list[ClaimResult], *, answer_checked: bool
+) -> Decision:
     codes = tuple(sorted({f.code for f in findings}, key=_CODE_ORDER.__getitem__))
     return Decision(
         decision=Verdict.CONTINUE if codes else Verdict.COMPLETE,
         reason_codes=codes,
         findings=tuple(findings),
         claims=tuple(claims),
+        answer_checked=answer_checked,
     )
 
 
