@@ -270,3 +270,31 @@ def test_the_audited_forgery_is_refused_by_the_command(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, _args(directory))
     assert result.exit_code == 1, result.output
     assert "COVERAGE_CONFLICTING_RECEIPTS" in json.loads(result.stdout)["reason_codes"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("1" + "0" * 4300, "an integer has more than 4300 digits"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("1e400", "Number out of range"),
+    ],
+    ids=["too-many-digits", "too-deep", "beyond-binary64"],
+)
+def test_a_receipt_value_beyond_the_limits_is_unusable_input(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    directory = _copy(tmp_path)
+    text = (directory / "ledger.json").read_text()
+    assert '"value": 98' in text or '"value":98' in text
+    text = text.replace('"value": 98', f'"value": {value}').replace(
+        '"value":98', f'"value":{value}'
+    )
+    (directory / "ledger.json").write_text(text)
+    result = CliRunner().invoke(main, _args(directory))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ledger file ")
+    assert problem in lines[0]
