@@ -304,7 +304,6 @@ def _index_receipts(
     """
     by_id: dict[str, Receipt | None] = {}
     digest_of: dict[str, str] = {}
-    first_at: dict[tuple[str, str, str], Receipt] = {}
     for index, (receipt, rdigest) in enumerate(zip(ledger.receipts, receipt_digests, strict=True)):
         rid = receipt.receipt_id
         if rid not in digest_of:
@@ -312,22 +311,42 @@ def _index_receipts(
             digest_of[rid] = rdigest
         elif digest_of[rid] == rdigest:
             report.add(R.COVERAGE_DUPLICATE_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
-            continue
         else:
             report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
             by_id[rid] = None
-        site = (receipt.call_id, receipt.response_hash, receipt.source_path)
+    sites = [(r.call_id, r.response_hash, r.source_path) for r in ledger.receipts]
+    if len(set(sites)) != len(sites):  # rare: only then look for records that disagree
+        _find_conflicts(ledger, sites, receipt_digests, by_id, report)
+    return by_id
+
+
+def _find_conflicts(
+    ledger: Ledger,
+    sites: list[tuple[str, str, str]],
+    receipt_digests: list[str],
+    by_id: dict[str, Receipt | None],
+    report: _Report,
+) -> None:
+    """Report each receipt that records a (call, response, path) differently from the first
+    record of it (COVERAGE_CONFLICTING_RECEIPTS); both become unusable."""
+    first_at: dict[tuple[str, str, str], Receipt] = {}
+    seen: set[str] = set()
+    for index, (receipt, site, rdigest) in enumerate(
+        zip(ledger.receipts, sites, receipt_digests, strict=True)
+    ):
+        if rdigest in seen:
+            continue  # an identical copy (COVERAGE_DUPLICATE_RECEIPT_ID when the id repeats)
+        seen.add(rdigest)
         first = first_at.setdefault(site, receipt)
         if first is not receipt and _content(first) != _content(receipt):
             report.add(
                 R.COVERAGE_CONFLICTING_RECEIPTS,
                 f"ledger.receipts[{index}]",
                 first.receipt_id,
-                rid,
+                receipt.receipt_id,
             )
             by_id[first.receipt_id] = None
-            by_id[rid] = None
-    return by_id
+            by_id[receipt.receipt_id] = None
 
 
 def _content(receipt: Receipt) -> bytes:
