@@ -561,13 +561,12 @@ def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) ->
     if _is_number(replayed):
         return _numbers_match(claimed, replayed, abs_tol, rel_tol)
     if isinstance(replayed, (list, tuple)):
-        return (
-            isinstance(claimed, (list, tuple))
-            and len(claimed) == len(replayed)
-            and all(
-                values_match(c, r, abs_tol, rel_tol) for c, r in zip(claimed, replayed, strict=True)
-            )
-        )
+        if not isinstance(claimed, (list, tuple)) or len(claimed) != len(replayed):
+            return False
+        for c, r in zip(claimed, replayed, strict=True):
+            if not values_match(c, r, abs_tol, rel_tol):
+                return False
+        return True
     if isinstance(replayed, dict):
         return (
             isinstance(claimed, dict)

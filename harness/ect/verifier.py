@@ -225,9 +225,11 @@ def _verify(
         if answer is not None and claim.slot not in answered:
             answered.add(claim.slot)
             _check_answer(index, claim, slot, replayed, answer, report)
-        codes = tuple(
-            sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
-        )
+        codes: tuple[R, ...] = ()
+        if len(report.findings) > before:
+            codes = tuple(
+                sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
+            )
         results.append(ClaimResult(index=index, slot=claim.slot, passed=not codes, codes=codes))
     if answer is not None:
         for name in answer:
