@@ -6,6 +6,10 @@ here evaluates code. Replay maps cited evidence items to a value or raises ``Rep
 reason code. Ops keyed by scope (``key``) read the receipt's structured scope, never a value the
 agent wrote, so citation order cannot change a result.
 
+Arithmetic is exact over the rationals; a numeric result is an ``int`` when its value is an
+integer (of any size), else the nearest binary64, rounded once (``_result``), so neither the JSON
+type of a cited number nor the citation order changes it (``docs/canonical.md``).
+
 Null rules: numeric ops refuse null inputs (REPLAY_NULL_INPUT); ``identity`` and ``collect`` pass
 nulls through; ``all_null`` abstains (returns null) only when every cited value is null. Whether a
 null *result* is acceptable is the slot's nullability, judged by the verifier.

@@ -5,10 +5,13 @@
 paper's pseudo-code, which returns at the first failing line, it runs every check whose inputs
 exist and reports them all, so a fault that trips several families shows all of them.
 
-Beyond the paper's lines it checks two things the paper's guarantee needs: each cited receipt's
-tool and value path are ones the contract allows for the slot (the receipt check includes the
-value path), and, when the agent's reported answer is given, that answer is the certified one
-slot for slot (DESIGN section 12), so ``complete`` covers what the run reports. Every claim goes
+Beyond the paper's lines it checks three things the paper's guarantee needs: no two receipts
+of one call, response and value path disagree (the paper's "conflicting records", which an id
+check alone misses), each cited receipt's tool and value path are ones the contract allows for
+the slot (the receipt check includes the value path), and, when the agent's reported answer is
+given, that answer is the certified one slot for slot (DESIGN section 12), so ``complete``
+covers what the run reports; without it the decision says ``answer_checked=False``. Numbers
+compare by exact value whatever their JSON type (``docs/canonical.md``). Every claim goes
 through one path; there is no fast path that repeats a check.
 
 Checks can be disabled one at a time (``Check``) for the single-check ablations; the default runs
