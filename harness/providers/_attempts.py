@@ -191,6 +191,12 @@ class NetworkProvider(ABC, Generic[R]):
 
     # The machine.
 
+    def _failure(self, error: Exception, capture: Capture) -> tuple[FailureKind, str]:
+        """The failure of a call that raised: a reply over the bound first, whoever wrapped it."""
+        if capture.too_large is not None:
+            return FailureKind.RESPONSE_TOO_LARGE, capture.too_large
+        return self._classify(error, capture)
+
     def _redact(self, text: str) -> str:
         return text if self._credential is None else self._credential.redact(text)
 
@@ -230,14 +236,14 @@ class NetworkProvider(ABC, Generic[R]):
             config_digest=config_digest(config),
         )
         audit.journal.begin(intent)
-        capture = Capture()
+        capture = Capture(deadline=time.monotonic() + config.gemini.deadline_s)
         started = time.perf_counter()
         bind(capture)
         try:
             call()
             failure, detail = None, None
         except Exception as e:  # noqa: BLE001 - every failure of the probe is its verdict
-            failure, detail = self._classify(e, capture)
+            failure, detail = self._failure(e, capture)
         finally:
             unbind()
         latency_ms = (time.perf_counter() - started) * 1000.0
@@ -325,7 +331,7 @@ class NetworkProvider(ABC, Generic[R]):
         record_fields = functools.partial(
             self._record, config=request.config, audit=audit, intent=intent
         )
-        capture = Capture()
+        capture = Capture(deadline=time.monotonic() + deadline_s)
         started = time.perf_counter()
         outcome: _Outcome[R] | None = None
         try:
@@ -367,7 +373,7 @@ class NetworkProvider(ABC, Generic[R]):
         failure: FailureKind | None
         detail: str | None
         if outcome.error is not None:
-            failure, detail = self._classify(outcome.error, capture)
+            failure, detail = self._failure(outcome.error, capture)
         else:
             assert outcome.response is not None
             judgement = self._judge(outcome.response, request.response_schema)

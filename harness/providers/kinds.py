@@ -82,6 +82,9 @@ class FailureKind(StrEnum):
     HTTP_UNEXPECTED_STATUS = "http_unexpected_status"
     # A 200 whose content is unusable.
     MALFORMED_RESPONSE = "malformed_response"
+    # A reply body over the frozen bound (``limits.MAX_REPLY_BYTES``, as received or
+    # decompressed; a plug-in's encoded answer): cut off, its first bytes kept.
+    RESPONSE_TOO_LARGE = "response_too_large"
     BLOCKED = "blocked"
     NO_CANDIDATES = "no_candidates"
     MAX_TOKENS = "max_tokens"

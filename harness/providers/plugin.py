@@ -11,9 +11,11 @@ privileges, unlike tools, which run in the sandbox. Run only code you would run 
 
 Its source bytes (the file named, or the module's file) are digested (``provider.planner-
 plugin.v1``) into the run identity, so ``v2 resume`` refuses a store whose plug-in changed. An
-exception, a reply that is not JSON or one that fails the action schema is recorded as a failed
-attempt of that decision (``plugin_error``, ``output_not_json``, ``schema_mismatch``): a study
-outcome in the denominator, never a crash, never the circuit breaker.
+exception, a reply that is not JSON, one larger than ``limits.MAX_REPLY_BYTES`` once encoded
+(its first bytes kept) or one that fails the action schema is recorded as a failed attempt of
+that decision (``plugin_error``, ``output_not_json``, ``response_too_large``,
+``schema_mismatch``): a study outcome in the denominator, never a crash, never the circuit
+breaker.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.json_schema import validate_response
 from harness.providers.audit import AttemptIntent, Audit, Usage, detail_line, schema_detail
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
+from harness.providers.limits import KEPT_PREFIX_BYTES, MAX_REPLY_BYTES
 from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
 
@@ -214,6 +217,7 @@ class PluginPlanner:
         sent = msgspec.json.encode(plugin_request(request))
         started = time.perf_counter()
         reply: bytes | None = None
+        complete = True
         output: dict[str, Any] | None = None
         failure: FailureKind | None = None
         detail: str | None = None
@@ -225,15 +229,24 @@ class PluginPlanner:
         else:
             try:
                 reply = msgspec.json.encode(answer)
-                value = msgspec.json.decode(reply)
             except (msgspec.EncodeError, TypeError, ValueError) as e:
                 failure, detail = FailureKind.OUTPUT_NOT_JSON, f"reply is not JSON: {e}"
             else:
-                findings = validate_response(value, request.response_schema)
-                if findings:
-                    failure, detail = FailureKind.SCHEMA_MISMATCH, schema_detail(findings)
+                if len(reply) > MAX_REPLY_BYTES:
+                    # Never a blob the store would refuse: only its first bytes are kept.
+                    failure = FailureKind.RESPONSE_TOO_LARGE
+                    detail = (
+                        f"the reply has {len(reply)} bytes as JSON (the bound is "
+                        f"{MAX_REPLY_BYTES}); its first {KEPT_PREFIX_BYTES} bytes are kept"
+                    )
+                    reply, complete = reply[:KEPT_PREFIX_BYTES], False
                 else:
-                    output = value
+                    value = msgspec.json.decode(reply)
+                    findings = validate_response(value, request.response_schema)
+                    if findings:
+                        failure, detail = FailureKind.SCHEMA_MISMATCH, schema_detail(findings)
+                    else:
+                        output = value
         latency_ms = (time.perf_counter() - started) * 1000.0
         usage = Usage(prompt_tokens=None, output_tokens=None, thought_tokens=None)
         record = intent.ended(
@@ -247,7 +260,7 @@ class PluginPlanner:
             response_hash=None if reply is None else digest_bytes(Domain.PROVIDER_RESPONSE, reply),
             response_blob=None if reply is None else audit.blobs.put(reply),
             response_bytes=0 if reply is None else len(reply),
-            response_complete=reply is not None,
+            response_complete=reply is not None and complete,
             redacted=False,
             finish_reason=None,
             model_version=self._plugin.digest,

@@ -603,13 +603,20 @@ class RunStore:
             The blob digest ``blake3:<hex>`` (``Domain.BLOB``); storing it again is a no-op.
 
         Raises:
-            RecordInvalidError: ``data`` is not bytes.
+            RecordInvalidError: ``data`` is not bytes, or is larger than ``MAX_BLOB`` (the
+                bound every reader enforces: such a blob would make the store unreadable);
+                nothing is written.
             TamperError: a blob file with this name exists but holds other bytes.
             DurabilityError: a write or fsync failed (the writer stops).
         """
         self._guard()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise RecordInvalidError(f"a blob must be bytes, got {type(data).__name__}")
+        size = memoryview(data).nbytes
+        if size > MAX_BLOB:
+            raise RecordInvalidError(
+                f"a blob of {size} bytes is over the store's bound of {MAX_BLOB}; nothing written"
+            )
         raw = bytes(data)
         digest = digest_bytes(Domain.BLOB, raw)
         if digest in self._blobs:

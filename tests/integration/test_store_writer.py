@@ -126,6 +126,19 @@ def test_store_blob_is_content_addressed_and_idempotent(writer: RunStore) -> Non
     assert [p.name for p in (writer.root / "blobs").iterdir()] == [first[7:]]
 
 
+def test_store_blob_over_the_readers_bound_is_refused_before_writing(writer: RunStore) -> None:
+    from harness.store._files import MAX_BLOB
+
+    at_bound = bytes(MAX_BLOB)
+    with pytest.raises(RecordInvalidError, match=f"over the store's bound of {MAX_BLOB}"):
+        writer.put_blob(at_bound + b"\0")
+    assert list((writer.root / "blobs").iterdir()) == []  # no blob, no temporary file
+    digest = writer.put_blob(memoryview(at_bound))  # the bound itself is still a blob
+    del at_bound
+    assert len(read_blob(writer.root, digest)) == MAX_BLOB
+    writer.journal_begin({"row": 0})  # the writer goes on
+
+
 def test_store_corrupt_existing_blob_is_refused(writer: RunStore) -> None:
     digest = digest_bytes(Domain.BLOB, b"raw")
     (writer.root / "blobs" / digest[7:]).write_bytes(b"not raw")

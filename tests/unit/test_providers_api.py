@@ -68,7 +68,7 @@ def test_failure_kind_wire_strings_are_pinned() -> None:
         "http_server_error", "http_unexpected_status", "malformed_response", "blocked",
         "no_candidates", "max_tokens", "unexpected_finish", "empty_output", "output_not_json",
         "schema_mismatch", "client_error", "authentication_failed", "not_found",
-            "plugin_error",
+            "plugin_error", "response_too_large",
     }  # fmt: skip
     assert {k.value for k in providers.PRE_OUTPUT_FAILURES} == {
         "connect_error", "connect_timeout", "pool_timeout", "write_error", "write_timeout",
