@@ -6,8 +6,10 @@ a worker thread (``trio.to_thread.run_sync(..., abandon_on_cancel=True)``) under
 as a record: succeeded, failed (a failure kind and a one-line, redacted detail) or abandoned
 (the deadline passed, or the caller cancelled; the server-side outcome is unknown). Exactly one
 identical retry follows, and only after a transport failure before any response byte
-(``PRE_OUTPUT_FAILURES``). Stored request and response bytes are redacted first. The preflight
-probe (one request that spends no tokens) is journaled the same way.
+(``PRE_OUTPUT_FAILURES``). Everything stored is redacted first (``Credential``: every spelling
+of the key, raw or escaped): request and response bytes, the failure detail, the fields the
+endpoint writes (model version, response id, finish reason) and the judged output the study
+keeps. The preflight probe (one request that spends no tokens) is journaled the same way.
 
 What differs lives in the provider: the client and its call, how an exception maps to a
 failure kind, how a 200 reply is judged, its usage, model and price (the hooks of
@@ -200,6 +202,18 @@ class NetworkProvider(ABC, Generic[R]):
     def _redact(self, text: str) -> str:
         return text if self._credential is None else self._credential.redact(text)
 
+    def _redact_field(self, value: str | None) -> str | None:
+        return None if value is None else self._redact(value)
+
+    def _redact_output(self, output: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The judged output with the key masked in every string: what the study keeps of a
+        reply (actions, messages, answers) never carries it."""
+        if output is None or self._credential is None:
+            return output
+        clean, _ = self._credential.redact_value(output)
+        result: dict[str, Any] = clean
+        return result
+
     def _store(
         self, audit: Audit, data: bytes | None, domain: Domain
     ) -> tuple[str | None, str | None, int, bool]:
@@ -388,7 +402,7 @@ class NetworkProvider(ABC, Generic[R]):
             judgement=judgement,
         )
         audit.journal.end(record)
-        return record, None if judgement is None else judgement.output
+        return record, None if judgement is None else self._redact_output(judgement.output)
 
     def _record(
         self,
@@ -420,7 +434,11 @@ class NetworkProvider(ABC, Generic[R]):
         )
         usage = self._usage(response)
         price = self._price(config)
-        model_version, response_id = (None, None) if response is None else self._served(response)
+        # The endpoint writes these too (a gateway can echo anything): stored only redacted.
+        served = (None, None) if response is None else self._served(response)
+        finish = None if judgement is None else judgement.finish_reason
+        model_version, response_id, finish = (self._redact_field(x) for x in (*served, finish))
+        fields_redacted = (model_version, response_id, finish) != (*served, finish)
         kind = abandoned if abandoned is not None else failure
         record = intent.ended(
             base_url=self._base_url,
@@ -440,8 +458,8 @@ class NetworkProvider(ABC, Generic[R]):
             response_blob=response_blob,
             response_bytes=stored_bytes,
             response_complete=complete,
-            redacted=request_redacted or response_redacted,
-            finish_reason=None if judgement is None else judgement.finish_reason,
+            redacted=request_redacted or response_redacted or fields_redacted,
+            finish_reason=finish,
             model_version=model_version,
             response_id=response_id,
             usage=usage,

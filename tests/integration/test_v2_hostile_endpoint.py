@@ -4,22 +4,32 @@ the real sandbox and store, a loopback fake (nothing leaves the machine).
 Replies of 100 MB, an endless body and a gzip bomb are failed attempts (``response_too_large``)
 that keep only their first bytes; the run goes on and finalizes, and the store verifies and
 audits.
+
+An endpoint that echoes the key it was sent into every field it writes (Gemini ``responseId``
+and ``modelVersion``, OpenAI ``id`` and ``model``, the model's own text), raw and JSON-escaped:
+the key has a shape no credential pattern knows, so only the run's own key, given to the
+audit and the export, finds it. Nothing stored holds it in any spelling; the audit passes and
+the export writes a bundle without it; a store that does hold it is refused by both.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from providers_fake_gemini import FakeGemini, endless, gzip_bomb, huge
-from providers_fake_openai import FakeOpenAI
+from providers_fake_gemini import Answer, FakeGemini, RecordedRequest, endless, gzip_bomb, huge
+from providers_fake_openai import FakeOpenAI, SimulatedChat
 
 from harness.cli import main
 from harness.lock import project_root, write_lock
+from harness.providers import default_generation_config
 from harness.providers.limits import KEPT_PREFIX_BYTES
+from harness.providers.loopback_sim import SimulatedResponder
 from harness.store import read_store, verify_store
 from harness.store._files import MAX_BLOB
 
@@ -92,3 +102,134 @@ def test_v2_run_through_oversized_replies_goes_on_and_finalizes(
     audit = _invoke("audit", str(store))
     assert audit.exit_code == 0, audit.output
     assert "response_too_large 3" in audit.stdout
+
+
+# No credential pattern matches this shape: only the run's own key finds it.
+ODD_KEY = "ect-local-7Hq2Zp9Lw4Xv"
+
+
+def _escaped(key: str) -> str:
+    """``key`` with its first letter as a JSON ``\\u`` escape (decodes to the key)."""
+    return f"\\u{ord(key[0]):04x}{key[1:]}"
+
+
+def _with_key(text: str, key: str) -> str:
+    """A JSON action or decision with the key in its free-text fields, raw and escaped."""
+    value = json.loads(text)
+    for field in ("message", "reason"):
+        if isinstance(value.get(field), str):
+            value[field] += f" (key {key})"
+    return json.dumps(value)
+
+
+class _EchoGemini:
+    """The simulated answers, with the key it was sent written back into every field."""
+
+    def __init__(self) -> None:
+        self._inner = SimulatedResponder(default_generation_config())
+
+    def __call__(self, recorded: RecordedRequest) -> Answer:
+        key = recorded.headers["x-goog-api-key"]
+        answer = self._inner(recorded)
+        doc = json.loads(answer.payload)
+        for candidate in doc.get("candidates", []):
+            for part in candidate["content"]["parts"]:
+                part["text"] = _with_key(part["text"], key)
+        doc["responseId"] = key
+        doc["modelVersion"] = "@@"
+        payload = json.dumps(doc).replace('"@@"', f'"{_escaped(key)}"').encode()
+        return Answer("reply", status=answer.status, payload=payload)
+
+
+class _EchoChat:
+    """The simulated chat answers, with the bearer key written back into every field."""
+
+    def __init__(self) -> None:
+        self._inner = SimulatedChat()
+
+    def __call__(self, recorded: RecordedRequest) -> Answer:
+        key = recorded.headers["authorization"].removeprefix("Bearer ")
+        answer = self._inner(recorded)
+        doc = json.loads(answer.payload)
+        for choice in doc.get("choices", []):
+            choice["message"]["content"] = _with_key(choice["message"]["content"], key)
+        doc["id"] = "@@"
+        doc["model"] = key
+        payload = json.dumps(doc).replace('"@@"', f'"{_escaped(key)}"').encode()
+        return Answer("reply", status=answer.status, payload=payload)
+
+
+def _holds_key(root: Path, key: str) -> list[str]:
+    """Files holding ``key`` raw, escaped as the endpoint wrote it, or escaped once more (the
+    candidate text is JSON inside JSON). Independent of the harness's own matcher."""
+    escaped = _escaped(key)
+    spellings = [s.encode() for s in (key, escaped, escaped.replace("\\", "\\\\"))]
+    return [
+        path.relative_to(root).as_posix()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and any(s in path.read_bytes() for s in spellings)
+    ]
+
+
+@pytest.mark.parametrize("provider", ["gemini", "openai"])
+def test_an_echoing_endpoint_never_puts_the_key_in_the_store_or_the_bundle(
+    tmp_path: Path, lock: Path, provider: str
+) -> None:
+    key = tmp_path / "odd.key"
+    key.write_text(ODD_KEY + "\n")
+    store = tmp_path / "store"
+    common = ("v2", "run", "--store", str(store), "--lock", str(lock), "--limit", "2")
+    if provider == "gemini":
+        with FakeGemini(responder=_EchoGemini()) as gemini:
+            result = _invoke(
+                *common, "--provider", "gemini", "--provider-base-url", gemini.base_url,
+                "--credential-file", str(key),
+            )  # fmt: skip
+            sent = gemini.generate_requests
+    else:
+        with FakeOpenAI(_EchoChat()) as chat:
+            result = _invoke(
+                *common, "--provider", "openai", "--model", "fake-model",
+                "--provider-base-url", chat.base_url, "--credential-file", str(key),
+            )  # fmt: skip
+            sent = chat.chat_requests
+    assert result.exit_code == 0, result.output
+    assert sent  # the endpoint did get the key, and echoed it in every reply
+    assert _holds_key(store, ODD_KEY) == []
+    attempts = [a for a in _attempts(store) if a["role"] != "preflight"]
+    assert attempts
+    assert all(a["redacted"] for a in attempts)
+    assert all(a["response_id"] == "[REDACTED]" for a in attempts)
+    assert all(a["model_version"] == "[REDACTED]" for a in attempts)
+    # The shape scan alone cannot see this key; the run's own key is checked when given.
+    shapes_only = _invoke("audit", str(store))
+    assert shapes_only.exit_code == 0, shapes_only.output
+    assert "the run's key: not checked" in shapes_only.stdout
+    audited = _invoke("audit", str(store), "--credential-file", str(key))
+    assert audited.exit_code == 0, audited.output
+    assert "the run's key: not found" in audited.stdout
+    assert _invoke("v2", "report", str(store)).exit_code == 0
+    unkeyed = _invoke("export", str(store), str(tmp_path / "refused"))
+    assert unkeyed.exit_code != 0
+    assert "was made with an API key" in unkeyed.stderr
+    assert not (tmp_path / "refused").exists()
+    bundle = tmp_path / "bundle"
+    exported = _invoke("export", str(store), str(bundle), "--credential-file", str(key))
+    assert exported.exit_code == 0, exported.output
+    assert _holds_key(bundle, ODD_KEY) == []
+    # A store that does hold the key, JSON-escaped, is refused by both.
+    leaked = tmp_path / "leaked"
+    shutil.copytree(store, leaked)
+    (leaked / "evidence").mkdir(exist_ok=True)
+    (leaked / "evidence" / "note").write_text(f'{{"said": "{_escaped(ODD_KEY)}"}}')
+    assert _invoke("audit", str(leaked)).exit_code == 0  # no shape matches
+    refused = _invoke("audit", str(leaked), "--credential-file", str(key))
+    assert refused.exit_code == 3
+    assert "the run's key in evidence/note at byte 10: the run's API key" in refused.stdout
+    assert "the run's key: found 1 time(s)" in refused.stdout
+    assert ODD_KEY not in refused.output
+    no_bundle = _invoke("export", str(leaked), str(tmp_path / "b2"), "--credential-file", str(key))
+    assert no_bundle.exit_code == 3
+    assert "evidence/note at byte 10: the run's API key" in no_bundle.stderr
+    assert ODD_KEY not in no_bundle.output
+    assert not (tmp_path / "b2").exists()
