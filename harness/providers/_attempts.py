@@ -48,7 +48,7 @@ from harness.providers.audit import (
     schema_detail,
 )
 from harness.providers.config import GenerationConfig, PriceTable, config_digest
-from harness.providers.credentials import Credential
+from harness.providers.credentials import Credential, KeyScan
 from harness.providers.kinds import (
     PRE_OUTPUT_FAILURES,
     AttemptStatus,
@@ -211,6 +211,10 @@ class NetworkProvider(ABC, Generic[R]):
     def base_url(self) -> str:
         """The endpoint every call goes to."""
         return self._base_url
+
+    def key_scan(self) -> KeyScan | None:
+        """The matcher of this provider's key (None: it sends none)."""
+        return None if self._credential is None else self._credential.scan()
 
     def close(self) -> None:
         """Close the HTTP connections (calls still running on abandoned threads may fail)."""

@@ -107,6 +107,10 @@ class KeyScan:
         """Where the key occurs in ``data`` (byte offsets of each spelling found)."""
         return [m.start() for m in self._bytes.finditer(data)]
 
+    def found_in(self, data: bytes) -> bool:
+        """Whether the key occurs in ``data`` in any spelling."""
+        return self._bytes.search(data) is not None
+
     def __repr__(self) -> str:
         return "KeyScan(key=[REDACTED])"
 

@@ -21,7 +21,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, NamedTuple
@@ -594,6 +594,12 @@ class RunStore:
                 raise RecordInvalidError(f"{what}: blob {blob} was never stored (put_blob first)")
         return tuple(sorted(set(blobs)))
 
+    def refuse(self, holds_key: Callable[[bytes], bool]) -> None:
+        """Never write bytes ``holds_key`` finds the run's API key in: such a write raises
+        ``KeyInStoreError`` with nothing of it written, and the writer stops. A backstop behind
+        redaction at the source, for a run that holds a key."""
+        self._durable.refuse = holds_key
+
     # --- blobs and journal --------------------------------------------------------------------
 
     def put_blob(self, data: bytes | bytearray | memoryview) -> str:
@@ -639,6 +645,7 @@ class RunStore:
             return digest
         tmp = f".tmp-{name}"
         try:
+            self._durable.check(raw, "a blob")  # before its temporary file exists
             fd = self._durable.open(
                 tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob", dir_fd=self._blobs_fd
             )

@@ -459,3 +459,30 @@ def test_store_preflight_refuses_a_finalized_store(tmp_path: Path) -> None:
         f"{root} is finalized; it takes no more records",
     )
     assert verify_store(root).code is VerifyCode.OK
+
+
+def test_a_write_holding_the_runs_key_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    from harness.errors import KeyInStoreError, WriterStoppedError
+    from harness.providers.credentials import KeyScan
+
+    key = "ect-local-7Hq2Zp9Lw4Xv"
+    escaped = "\\u0065" + key[1:]  # the key, its first letter JSON-escaped
+    with RunStore.create(tmp_path / "run", LOCK, ROWS) as w:
+        w.refuse(KeyScan(key).found_in)
+        w.commit_cell(0, {"said": "nothing secret"}, [])  # clean writes go on
+        before = {p.name: p.read_bytes() for p in w.root.iterdir() if p.is_file()}
+        with pytest.raises(KeyInStoreError, match=r"^the run's API key was about to be written"):
+            w.put_blob(b'{"id": "' + escaped.encode() + b'"}')
+        with pytest.raises(WriterStoppedError):
+            w.commit_cell(1, {"said": key}, [])
+        after = {p.name: p.read_bytes() for p in w.root.iterdir() if p.is_file()}
+        assert after == before
+        assert list((w.root / "blobs").iterdir()) == []
+    with RunStore.create(tmp_path / "run2", LOCK, ROWS) as w:
+        w.refuse(KeyScan(key).found_in)
+        with pytest.raises(KeyInStoreError, match=r"records.log"):
+            w.commit_cell(0, {"said": f"the key is {escaped}"}, [])
+    assert verify_store(tmp_path / "run2").cells == 0
+    assert key.encode() not in b"".join(
+        p.read_bytes() for p in (tmp_path / "run2").rglob("*") if p.is_file()
+    )
