@@ -17,12 +17,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from providers_fake_gemini import Answer, FakeGemini, RecordedRequest, endless, gzip_bomb, huge
+from providers_fake_gemini import (
+    Answer,
+    FakeGemini,
+    RecordedRequest,
+    drip,
+    endless,
+    gzip_bomb,
+    huge,
+)
 from providers_fake_openai import FakeOpenAI, SimulatedChat
 
 from harness.cli import main
@@ -233,3 +242,60 @@ def test_an_echoing_endpoint_never_puts_the_key_in_the_store_or_the_bundle(
     assert "evidence/note at byte 10: the run's API key" in no_bundle.stderr
     assert ODD_KEY not in no_bundle.output
     assert not (tmp_path / "b2").exists()
+
+
+class _Hostile:
+    """The issue's endpoint at once: the first 40 generateContent requests drip a byte every
+    0.2 s, the next answers 100 MB, and every other reply echoes the key (``_EchoGemini``)."""
+
+    def __init__(self, drips: int) -> None:
+        self._echo = _EchoGemini()
+        self._drips = drips
+        self._lock = threading.Lock()
+        self.seen = 0
+
+    def __call__(self, recorded: RecordedRequest) -> Answer:
+        with self._lock:
+            number = self.seen
+            self.seen += 1
+        if number < self._drips:
+            return drip(0.2)
+        if number == self._drips:
+            return huge(100_000_000)
+        return self._echo(recorded)
+
+
+@pytest.mark.slow
+def test_a_run_against_a_dripping_huge_echoing_endpoint_finalizes_without_the_key(
+    tmp_path: Path, lock: Path
+) -> None:
+    # The frozen deadline (90 s) applies: the 40 drips are given up at it, in parallel.
+    key = tmp_path / "odd.key"
+    key.write_text(ODD_KEY + "\n")
+    store = tmp_path / "store"
+    hostile = _Hostile(40)
+    with FakeGemini(responder=hostile, record=False) as gemini:
+        result = _invoke(
+            "v2", "run", "--store", str(store), "--lock", str(lock), "--limit", "40",
+            "--max-cells", "40", "--provider", "gemini", "--provider-base-url", gemini.base_url,
+            "--credential-file", str(key),
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    verified = verify_store(store)
+    assert verified
+    assert verified.cells == 40
+    assert verified.manifest_digest is not None
+    kinds = [a["failure_kind"] for a in _attempts(store) if a["role"] != "preflight"]
+    assert kinds.count("deadline_exceeded") == 40
+    assert kinds.count("response_too_large") == 1
+    assert "local_capacity" not in kinds
+    assert len(kinds) == hostile.seen  # every journaled attempt reached the endpoint
+    assert _holds_key(store, ODD_KEY) == []
+    audited = _invoke("audit", str(store), "--credential-file", str(key))
+    assert audited.exit_code == 0, audited.output
+    assert "the run's key: not found" in audited.stdout
+    assert _invoke("v2", "report", str(store)).exit_code == 0
+    bundle = tmp_path / "bundle"
+    exported = _invoke("export", str(store), str(bundle), "--credential-file", str(key))
+    assert exported.exit_code == 0, exported.output
+    assert _holds_key(bundle, ODD_KEY) == []
