@@ -5,15 +5,14 @@ provider call slots (``harness.capacity``; none within the deadline: ``local_cap
 sent), then its blocking client call runs on a worker thread holding that slot
 (``trio.to_thread.run_sync(..., abandon_on_cancel=True)``) under ``trio.fail_after(deadline_s)``
 - a deadline the capturing transport enforces on the thread too - while the transport records
-its wire facts, and it ends
-as a record: succeeded, failed (a failure kind and a one-line, redacted detail) or abandoned
-(the deadline passed, or the caller cancelled; the server-side outcome is unknown). Exactly one
-identical retry follows, and only after a transport failure before any response byte
-(``PRE_OUTPUT_FAILURES``). Everything stored is redacted first (``Credential``: every spelling
-of the key, raw or escaped): request and response bytes, the failure detail, the fields the
-endpoint writes (model version, response id, finish reason) and the judged output the study
-keeps. The preflight
-probe (one request that spends no tokens) is journaled the same way.
+its wire facts, and it ends as a record: succeeded, failed (a failure kind and a one-line,
+redacted detail) or abandoned (the deadline passed, or the caller cancelled; the server-side
+outcome is unknown). Exactly one identical retry follows, and only after a transport failure
+before any response byte (``PRE_OUTPUT_FAILURES``). Everything stored is redacted first
+(``Credential``: every spelling of the key, raw or escaped): request and response bytes, the
+failure detail, the fields the endpoint writes (model version, response id, finish reason) and
+the judged output the study keeps. The preflight probe (one request that spends no tokens) is
+journaled the same way.
 
 What differs lives in the provider: the client and its call, how an exception maps to a
 failure kind, how a 200 reply is judged, its usage, model and price (the hooks of
@@ -437,6 +436,7 @@ class NetworkProvider(ABC, Generic[R]):
             # every timeout to the time left), so an abandoned call frees its slot at the
             # deadline, not when the endpoint lets go.
             capture.deadline = time.monotonic() + deadline_s
+            started = time.perf_counter()  # latency is the call's, not the wait for a slot
             with trio.fail_after(deadline_s):
                 outcome = await trio.to_thread.run_sync(
                     functools.partial(_run, call, capture),
