@@ -22,7 +22,9 @@
   own reason text; a finalized store holding a cell whose every attempt failed for an
   infrastructure reason (a rejected key, a quota, no connection) is a problem: that cell
   measured an outage, not the policy;
-- a scan of every file in the store for credential-shaped strings (``harness.privacy``).
+- a scan of every file in the store for credential-shaped strings (``harness.privacy``), and,
+  when the run's key is given, for that key itself in any spelling (raw, JSON- or
+  percent-escaped), whatever its shape.
 
 The study (``v2`` or ``static``) comes from the genesis identity (``study_kind``); a store whose
 genesis names another study is refused in one line. ``report.ok`` is true only when nothing
@@ -43,7 +45,7 @@ import msgspec
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
-from harness.privacy import Finding, credential_findings
+from harness.privacy import Finding, KeyFinder, credential_findings, key_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
@@ -188,6 +190,8 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     credential_findings: tuple[str, ...]
     simulated_only: bool
     problems: tuple[str, ...]
+    key_checked: bool = False
+    key_findings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -323,9 +327,12 @@ def _files(root: Path) -> Iterable[Path]:
             yield Path(directory) / name
 
 
-def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
+def _scan_credentials(
+    root: Path, key: KeyFinder | None
+) -> tuple[int, int, list[Finding], list[Finding]]:
     files = size = 0
     findings: list[Finding] = []
+    keys: list[Finding] = []
     for path in _files(root):
         try:
             data = read_regular(path, MAX_READ, what=str(path))
@@ -335,8 +342,11 @@ def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
             raise StoreError(f"cannot read {path} for the credential scan: {e.strerror}") from e
         files += 1
         size += len(data)
-        findings.extend(credential_findings(path.relative_to(root).as_posix(), data))
-    return files, size, findings
+        label = path.relative_to(root).as_posix()
+        findings.extend(credential_findings(label, data))
+        if key is not None:
+            keys.extend(key_findings(label, data, key))
+    return files, size, findings, keys
 
 
 def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
@@ -363,8 +373,12 @@ def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
     return found
 
 
-def audit_store(root: str | os.PathLike[str]) -> AuditReport:
+def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -> AuditReport:
     """Audit the store at ``root`` (see the module docstring).
+
+    With ``key`` (the run's own key, given to the audit as the run was given it), every file is
+    also scanned for that key in any spelling, whatever its shape; one occurrence fails the
+    audit.
 
     Raises:
         StoreNotFoundError: ``root`` holds no store.
@@ -426,8 +440,9 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
             f"failed for an infrastructure reason (an outage, not the policy): "
             f"{', '.join(outage[:5])}{' ...' if len(outage) > 5 else ''}"
         )
-    files, size, findings = _scan_credentials(base)
+    files, size, findings, keys = _scan_credentials(base, key)
     problems.extend(f"credential-shaped string in {f.line()}" for f in findings)
+    problems.extend(f"the run's key in {f.line()}" for f in keys)
     latencies.sort()
     rows = [_row(a) for a in attempts.values()]
     providers = {a.record.provider.value for a in attempts.values() if a.record is not None}
@@ -471,6 +486,8 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         credential_findings=tuple(f.line() for f in findings),
         simulated_only=providers <= {"simulated"},
         problems=tuple(problems),
+        key_checked=key is not None,
+        key_findings=tuple(f.line() for f in keys),
     )
 
 
@@ -594,7 +611,14 @@ def render_audit(report: AuditReport) -> str:
     out.extend(f"preflight report {line}" for line in report.preflight_reports)
     out.append(
         f"credential scan: {report.files_scanned} files, {report.bytes_scanned} bytes, "
-        f"{len(report.credential_findings)} credential-shaped string(s)"
+        f"{len(report.credential_findings)} credential-shaped string(s); the run's key: "
+        + (
+            f"found {len(report.key_findings)} time(s)"
+            if report.key_findings
+            else "not found"
+            if report.key_checked
+            else "not checked (give --credential-file or --credential-env)"
+        )
     )
     if report.problems:
         out.append(f"PROBLEMS ({len(report.problems)}):")

@@ -28,6 +28,7 @@ __all__ = [
     "DurabilityError",
     "FinalizeError",
     "FsyncError",
+    "KeyInStoreError",
     "LockMismatchError",
     "NoSpaceError",
     "RecordInvalidError",
@@ -230,6 +231,11 @@ class ShortWriteError(DurabilityError):
 
 class NoSpaceError(DurabilityError):
     """The file system is full (ENOSPC)."""
+
+
+class KeyInStoreError(DurabilityError):
+    """The run's API key was about to be written into the store (a write the redaction missed):
+    nothing of that write reached the disk, and the writer stops."""
 
 
 class WriterStoppedError(StoreError):

@@ -11,7 +11,8 @@ The server listens on a loopback port (0: a free one), records every request it 
 one with the next scripted ``Answer``: a well-formed
 ``generateContent`` reply, an HTTP error (JSON or HTML), a malformed or truncated body, a
 blocked or empty reply, a disconnect before any response byte, a connection reset after the
-request was read, a partial body, or a reply slower than the client's timeout.
+request was read, a partial body, a reply slower than the client's timeout, or a streamed body
+(``huge``, ``endless``, ``gzip_bomb``, ``drip``: what a hostile endpoint can send).
 
 Scripted, it is not a model: it never interprets a prompt. It answers ``POST
 /v1beta/models/<model>:generateContent`` from the script (then the responder's answer, else
@@ -24,12 +25,15 @@ socket and each attempt is one connection.
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import struct
 import threading
+import time
+import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -43,21 +47,26 @@ __all__ = [
     "blocked",
     "body",
     "disconnect_before_response",
+    "drip",
     "echo_credential",
+    "endless",
     "error",
+    "gzip_bomb",
+    "huge",
     "model_metadata",
     "no_candidates",
     "output",
     "partial_body",
     "reset_after_request",
     "slow",
+    "stream",
     "text",
 ]
 
 DEFAULT_USAGE: Final = {"prompt": 120, "output": 30, "thoughts": 50}
 _MODEL_VERSION: Final = "gemini-2.5-flash-fake"
 
-AnswerKind = Literal["reply", "disconnect", "reset", "partial", "slow", "echo_credential"]
+AnswerKind = Literal["reply", "disconnect", "reset", "partial", "slow", "echo_credential", "stream"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,11 @@ class Answer:
     payload: bytes = b""
     delay_s: float = 0.0
     then: Answer | None = None
+    # ``stream``: the body's pieces, made afresh for each request; a declared length (None:
+    # the body ends when the connection closes) and a content coding.
+    chunks: Callable[[], Iterator[bytes]] | None = None
+    length: int | None = None
+    encoding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +212,77 @@ def echo_credential(status: int = 400) -> Answer:
     return Answer("echo_credential", status=status)
 
 
+def _repeat(piece: bytes, count: int | None, delay_s: float = 0.0) -> Iterator[bytes]:
+    sent = 0
+    while count is None or sent < count:
+        if delay_s:
+            time.sleep(delay_s)
+        yield piece
+        sent += 1
+
+
+def huge(size: int) -> Answer:
+    """A 200 whose body (declared with its length) is ``size`` bytes of JSON whitespace."""
+    piece = b" " * (64 << 10)
+    count = -(-size // len(piece))
+    return Answer(
+        "stream",
+        chunks=functools.partial(_repeat, piece, count),
+        length=count * len(piece),
+    )
+
+
+def endless() -> Answer:
+    """A 200 whose body never ends (no length: it would end only when the connection closes)."""
+    return Answer("stream", chunks=functools.partial(_repeat, b" " * (64 << 10), None))
+
+
+@functools.cache
+def _bomb(size: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1 << 20)
+    parts = [packer.compress(block) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.flush()])
+
+
+def gzip_bomb(size: int = 1 << 30) -> Answer:
+    """A 200 with ``Content-Encoding: gzip`` whose body inflates to ``size`` zero bytes (1 GiB:
+    about 1 MiB on the wire)."""
+    data = _bomb(size)
+    return Answer("stream", chunks=lambda: iter((data,)), length=len(data), encoding="gzip")
+
+
+def drip(interval_s: float) -> Answer:
+    """A 200 that declares a 1 MiB body and sends it one byte per ``interval_s``: every read
+    succeeds well within any read timeout, and the reply never finishes."""
+    return Answer(
+        "stream", chunks=functools.partial(_repeat, b" ", None, interval_s), length=1 << 20
+    )
+
+
+def stream(handler: BaseHTTPRequestHandler, answer: Answer, stopping: threading.Event) -> None:
+    """Play a ``stream`` answer on ``handler`` until it ends, the client leaves or the server
+    stops (both fakes play it)."""
+    assert answer.chunks is not None
+    handler.close_connection = True
+    try:
+        handler.send_response(answer.status)
+        handler.send_header("Content-Type", answer.content_type)
+        if answer.length is not None:
+            handler.send_header("Content-Length", str(answer.length))
+        if answer.encoding is not None:
+            handler.send_header("Content-Encoding", answer.encoding)
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for piece in answer.chunks():
+            if stopping.is_set():
+                return
+            handler.wfile.write(piece)
+            handler.wfile.flush()
+    except OSError:
+        return  # the client stopped reading and closed the connection
+
+
 Responder = Callable[["RecordedRequest"], Answer]
 """Answers one generateContent request from its bytes (called on the server's threads)."""
 
@@ -285,6 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         elif answer.kind == "partial":
             self._send(answer.status, answer.content_type, answer.payload, cut=True)
+        elif answer.kind == "stream":
+            stream(self, answer, self.server.state.stopping)
         elif answer.kind == "echo_credential":
             key = recorded.headers.get("x-goog-api-key", "")
             error = {"error": {"code": answer.status, "message": f"bad key {key}", "status": "X"}}

@@ -21,7 +21,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, NamedTuple
@@ -594,6 +594,12 @@ class RunStore:
                 raise RecordInvalidError(f"{what}: blob {blob} was never stored (put_blob first)")
         return tuple(sorted(set(blobs)))
 
+    def refuse(self, holds_key: Callable[[bytes], bool]) -> None:
+        """Never write bytes ``holds_key`` finds the run's API key in: such a write raises
+        ``KeyInStoreError`` with nothing of it written, and the writer stops. A backstop behind
+        redaction at the source, for a run that holds a key."""
+        self._durable.refuse = holds_key
+
     # --- blobs and journal --------------------------------------------------------------------
 
     def put_blob(self, data: bytes | bytearray | memoryview) -> str:
@@ -603,13 +609,20 @@ class RunStore:
             The blob digest ``blake3:<hex>`` (``Domain.BLOB``); storing it again is a no-op.
 
         Raises:
-            RecordInvalidError: ``data`` is not bytes.
+            RecordInvalidError: ``data`` is not bytes, or is larger than ``MAX_BLOB`` (the
+                bound every reader enforces: such a blob would make the store unreadable);
+                nothing is written.
             TamperError: a blob file with this name exists but holds other bytes.
             DurabilityError: a write or fsync failed (the writer stops).
         """
         self._guard()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise RecordInvalidError(f"a blob must be bytes, got {type(data).__name__}")
+        size = memoryview(data).nbytes
+        if size > MAX_BLOB:
+            raise RecordInvalidError(
+                f"a blob of {size} bytes is over the store's bound of {MAX_BLOB}; nothing written"
+            )
         raw = bytes(data)
         digest = digest_bytes(Domain.BLOB, raw)
         if digest in self._blobs:
@@ -632,6 +645,7 @@ class RunStore:
             return digest
         tmp = f".tmp-{name}"
         try:
+            self._durable.check(raw, "a blob")  # before its temporary file exists
             fd = self._durable.open(
                 tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob", dir_fd=self._blobs_fd
             )

@@ -40,6 +40,7 @@ from providers_fake_gemini import (
 from harness.canonical import canonical_bytes
 from harness.providers.config import GenerationConfig, default_generation_config
 from harness.providers.kinds import Role
+from harness.providers.loopback import stream
 from harness.providers.prompts import load_prompt, prompt_ids
 from harness.providers.protocol import Message, ProviderRequest
 from harness.providers.simulated import default_behaviours, request_stream
@@ -238,6 +239,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         elif answer.kind == "reset":
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
+        elif answer.kind == "stream":
+            stream(self, answer, self.server.state.stopping)
         else:
             cut = answer.kind == "partial"
             self.send_response(answer.status)

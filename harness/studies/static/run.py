@@ -91,7 +91,7 @@ from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input, read_regular
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
-from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped
+from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.static.records import (
     PARTIAL_MARK,
@@ -424,6 +424,7 @@ def _drive(
 ) -> StaticOutcome:
     """Run the remaining snapshots into ``writer``; finalize when all are committed."""
     store_dir = writer.root
+    refuse_key(writer, provider)
     sink = _StoreAudit(writer)
     policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
     session = _Session()

@@ -74,7 +74,7 @@ from harness.store import (
     finalize_store,
     read_store,
 )
-from harness.studies._store_audit import raise_if_stopped
+from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
@@ -365,6 +365,7 @@ def execute(
                 identity=bound_identity,
             )
         try:
+            refuse_key(writer, provider)
             if resume:
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
