@@ -41,6 +41,7 @@ from typing import Any, Final
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.environment import describe_store
 from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, credential_findings
@@ -188,6 +189,7 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     credential_findings: tuple[str, ...]
     simulated_only: bool
     problems: tuple[str, ...]
+    environment: str = ""  # what produced the store: harness.environment.describe_store
 
     @property
     def ok(self) -> bool:
@@ -432,6 +434,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
     rows = [_row(a) for a in attempts.values()]
     providers = {a.record.provider.value for a in attempts.values() if a.record is not None}
     return AuditReport(
+        environment=describe_store(view),
         study=study,
         store_status=report.status.value,
         store_code=report.code.value,
@@ -541,6 +544,7 @@ def render_audit(report: AuditReport) -> str:
             else ", not finalized (no manifest pins this store)"
         ),
         f"study: {report.study}",
+        report.environment,
     ]
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "
