@@ -7,7 +7,7 @@
 # the lock), and `pip check` proves the locked set satisfies every declared range.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$root/.venv"
+venv="${VENV:-$root/.venv}"  # VENV=DIR: another venv (CI's second interpreter)
 py="${PYTHON:-python3}"
 "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
   || { echo "error: python3 >= 3.11 is required (found $("$py" --version 2>&1))" >&2; exit 2; }
