@@ -81,6 +81,30 @@ def test_lock_check_names_the_environment_and_exits_0(foreign_lock: Path) -> Non
     assert "stale:" not in result.stdout
 
 
+@pytest.mark.parametrize("drop", ["environment", "machine"])
+def test_lock_with_a_missing_or_unknown_field_is_one_line_exit_2(lock: Path, drop: str) -> None:
+    document = msgspec.json.decode(lock.read_bytes())
+    if drop == "environment":
+        del document["environment"]
+    else:
+        del document["environment"]["machine"]
+    lock.write_bytes(msgspec.json.encode(document))
+    missing = _invoke("lock", "--check", "--root", str(project_root()), "--out", str(lock))
+    assert missing.exit_code == 2
+    assert missing.stderr.splitlines() == [
+        f"error: study lock {lock} is malformed: Object missing required field `{drop}`"
+        + ("" if drop == "environment" else " - at `$.environment`")
+    ]
+    write_lock(lock, project_root())
+    document = msgspec.json.decode(lock.read_bytes())
+    document["environment"]["hostname"] = "lab-7"
+    lock.write_bytes(msgspec.json.encode(document))
+    unknown = _invoke("lock", "--check", "--root", str(project_root()), "--out", str(lock))
+    assert unknown.exit_code == 2
+    assert len(unknown.stderr.splitlines()) == 1
+    assert "unknown field `hostname`" in unknown.stderr
+
+
 def test_v2_run_under_another_lock_environment_passes_and_records_the_real_one(
     tmp_path: Path, foreign_lock: Path
 ) -> None:
@@ -235,6 +259,9 @@ def test_static_run_records_the_environment_and_the_flag_refuses(
     assert (out / "report" / "table2.tex").read_text().startswith(f"% Environment: {here.short()}")
     table = msgspec.json.decode((out / "report" / "table2.json").read_bytes())
     assert table["environment"].startswith(f"Environment: {here.short()}")
+    replay = _invoke("replay", str(out))
+    assert replay.exit_code == 0, replay.output
+    assert f"Environment: {here.short()} (" in replay.stdout
 
 
 def test_an_old_store_without_environment_says_so(tmp_path: Path, lock: Path) -> None:

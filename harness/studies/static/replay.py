@@ -157,6 +157,7 @@ def render_static_replay(report: ReplayReport) -> str:
     """The replay report of a static store as text."""
     out = [
         report.provider,
+        *([report.environment] if report.environment else []),
         f"study: static; store: {report.store_status}; offline, no credential"
         + ("; simulated provider (not a language model)" if report.simulated else ""),
         f"snapshots: {report.cells_identical}/{report.cells} replayed identically "
