@@ -289,9 +289,9 @@ def test_lock_same_python_names_only_the_version(copy: Path) -> None:
     path = copy / DEFAULT_LOCK_PATH
     lock, _ = read_lock(path)
     older = msgspec.structs.replace(
-        lock, environment=msgspec.structs.replace(lock.environment, python="3.11.2")
+        lock, environment=msgspec.structs.replace(lock.environment, python="3.99.1")
     )
     path.write_bytes(encode_lock(older))
     found = check_lock(path, copy)
     assert found.stale == []
-    assert found.environment == [f"interpreter {lock.environment.python} here, 3.11.2 when locked"]
+    assert found.environment == [f"interpreter {lock.environment.python} here, 3.99.1 when locked"]
