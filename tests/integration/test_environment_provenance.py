@@ -17,7 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.environment import Environment, current_environment, session_environments
+from harness.environment import (
+    Environment,
+    current_environment,
+    describe_store,
+    session_environments,
+)
 from harness.lock import DEFAULT_LOCK_PATH, encode_lock, project_root, read_lock, write_lock
 from harness.store import RunStore, read_store
 
@@ -278,3 +283,17 @@ def test_the_committed_lock_records_a_reference_environment() -> None:
     found, _ = read_lock(project_root() / DEFAULT_LOCK_PATH)
     assert found.environment.implementation
     assert found.environment.dependencies
+
+
+def test_a_hostile_recorded_environment_is_shown_inert(tmp_path: Path, lock: Path) -> None:
+    # A store may come from anyone: what it recorded reaches terminals, Markdown, LaTeX, HTML.
+    store = tmp_path / "hostile"
+    hostile = msgspec.to_builtins(_elsewhere())
+    hostile["python"] = "3.11\n# forged heading"
+    hostile["dependencies"] = {"<script>x</script>": "\x1b[31m1.0", "trio": "0.35 \\input{x}"}
+    RunStore.create(store, lock.read_bytes(), [{"row": 0}], environment=hostile).close()
+    line = describe_store(read_store(store))
+    assert line == (
+        "Environment: PyPy 3.11???forged?heading on Plan9 mips "
+        "(?script?x??script? ??31m1.0, trio 0.35??input?x?)"
+    )
