@@ -128,6 +128,8 @@ def test_v2_run_under_another_lock_environment_passes_and_records_the_real_one(
     assert status.exit_code == 0
     assert f"Environment: {here.short()} (" in status.stdout
     assert "Environment:" in run.stdout
+    as_json = msgspec.json.decode(_invoke("v2", "status", "--json", str(store)).stdout)
+    assert as_json["environment"] == [{"records": 1, "environment": _real()}]
 
 
 def test_v2_run_require_environment_refuses_each_difference_and_writes_nothing(
