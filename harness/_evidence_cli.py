@@ -48,7 +48,8 @@ __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 @click.option(
     "--check",
     is_flag=True,
-    help="Do not write: exit 3 and name each difference when the lock at --out is stale.",
+    help="Do not write: exit 3 and name each difference when the lock at --out is stale "
+    "(a different interpreter, platform or dependency version is named, and is not stale).",
 )
 def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     """Write the study lock: digests of source, prompts, config, schedule, sandbox, manifests."""
@@ -57,10 +58,12 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     else:
         path = root / DEFAULT_LOCK_PATH if root is not None else data_path(DEFAULT_LOCK_PATH)
     if check:
-        lines = check_lock(path, root)
-        if lines:
-            for line in lines:
-                click.echo(f"stale: {line}")
+        found = check_lock(path, root)
+        for line in found.stale:
+            click.echo(f"stale: {line}")
+        for line in found.environment:
+            click.echo(f"environment: {line} (provenance, not stale)")
+        if found.stale:
             click.echo(f"study lock {path} is stale; run `harness lock`", err=True)
             sys.exit(3)
         data = path.read_bytes()

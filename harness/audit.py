@@ -43,6 +43,7 @@ from typing import Any, Final
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.environment import describe_store
 from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, KeyFinder, credential_findings, key_findings
@@ -192,6 +193,7 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     problems: tuple[str, ...]
     key_checked: bool = False
     key_findings: tuple[str, ...] = ()
+    environment: str = ""  # what produced the store: harness.environment.describe_store
 
     @property
     def ok(self) -> bool:
@@ -447,6 +449,7 @@ def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -
     rows = [_row(a) for a in attempts.values()]
     providers = {a.record.provider.value for a in attempts.values() if a.record is not None}
     return AuditReport(
+        environment=describe_store(view),
         study=study,
         store_status=report.status.value,
         store_code=report.code.value,
@@ -558,6 +561,7 @@ def render_audit(report: AuditReport) -> str:
             else ", not finalized (no manifest pins this store)"
         ),
         f"study: {report.study}",
+        report.environment,
     ]
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "

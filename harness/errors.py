@@ -56,6 +56,7 @@ __all__ = [
     "CoveredFileMissingError",
     "ExportError",
     "LockStaleError",
+    "EnvironmentMismatchError",
     "PreflightFailedError",
     "PrivacyError",
     "ReplayMismatchError",
@@ -322,6 +323,12 @@ class CoveredFileMissingError(StudyLockError):
 
 class LockStaleError(StudyLockError):
     """The study lock on disk no longer matches the code and config it covers."""
+
+    exit_code = 3
+
+
+class EnvironmentMismatchError(StudyLockError):
+    """``--require-environment``: this environment differs from the reference it must equal."""
 
     exit_code = 3
 

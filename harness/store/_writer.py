@@ -293,6 +293,7 @@ class RunStore:
         attempt_type: type[Any] | None = None,
         ops: FileOps | None = None,
         identity: Mapping[str, Any] | None = None,
+        environment: Mapping[str, Any] | None = None,
     ) -> RunStore:
         """Create a new store bound to ``lock_bytes`` and ``schedule_rows``; return its writer.
 
@@ -307,6 +308,8 @@ class RunStore:
             attempt_type: optional msgspec type each audit-group entry must match.
             ops: file operations (tests inject failures here).
             identity: the run's identity, a plain JSON object genesis binds (default empty).
+            environment: what produces this session (interpreter, platform, dependencies), a
+                plain JSON object genesis records (default: none recorded).
 
         Raises:
             StoreExistsError: ``root`` exists and is not an empty directory.
@@ -317,6 +320,9 @@ class RunStore:
         root = Path(root)
         schedule, sched = _schedule(schedule_rows)
         bound = _json_object(dict(identity or {}), "identity")
+        produced: dict[str, Any] | msgspec.UnsetType = (
+            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
+        )
         if not lock_bytes:
             raise RecordInvalidError("the study lock is empty")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -338,6 +344,7 @@ class RunStore:
                 schedule_digest=digest_bytes(Domain.SCHEDULE, sched),
                 schedule_rows=len(schedule.rows),
                 identity=bound,
+                environment=produced,
             )
             record_line, record_hash = encode_line(Domain.STORE_RECORD, canonical_bytes(genesis))
             session = SessionEntry(seq=0, prev=None, records=1)
@@ -401,10 +408,12 @@ class RunStore:
         result_type: type[Any] | None = None,
         attempt_type: type[Any] | None = None,
         ops: FileOps | None = None,
+        environment: Mapping[str, Any] | None = None,
     ) -> Resumed:
         """Verify the store, repair a torn tail, and return a writer at the next schedule row.
 
         Only a verified contiguous prefix of this schedule, bound to this lock, is accepted.
+        ``environment`` (what produces this session) is recorded in the session's journal entry.
         A torn final record (or journal entry) is cut and kept under ``evidence/``; a HEAD
         one record behind is advanced. Attempts journaled by a dead writer are returned and
         bound into the next record.
@@ -420,6 +429,9 @@ class RunStore:
         """
         root = Path(root)
         schedule, sched = _schedule(schedule_rows)
+        produced: dict[str, Any] | msgspec.UnsetType = (
+            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
+        )
         require_store(root)
         lock = WriterLock.acquire(root / WRITER_LOCK, root)
         try:
@@ -432,6 +444,7 @@ class RunStore:
                 lock_bytes,
                 result_type=result_type,
                 attempt_type=attempt_type,
+                environment=produced,
             )
         except OSError as e:
             # Repairs (evidence, leftovers) outside the FileOps seam: still never a traceback.
@@ -454,6 +467,7 @@ class RunStore:
         *,
         result_type: type[Any] | None,
         attempt_type: type[Any] | None,
+        environment: dict[str, Any] | msgspec.UnsetType,
     ) -> Resumed:
         found = scan(root, held=True)
         report = found.report
@@ -508,7 +522,12 @@ class RunStore:
             if writer._migrate_staging():
                 orphans = orphans_of(writer._range)
             writer._append_journal(
-                SessionEntry(seq=writer._journal_count, prev=writer._journal_head, records=records)
+                SessionEntry(
+                    seq=writer._journal_count,
+                    prev=writer._journal_head,
+                    records=records,
+                    environment=environment,
+                )
             )
         except BaseException:
             writer._close_files()

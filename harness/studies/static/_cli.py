@@ -22,6 +22,7 @@ from harness.providers.selection import (
     provider_options,
     resume_provider_options,
 )
+from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.static.records import StudySplit
 from harness.studies.static.run import (
     STUDY_SPLITS,
@@ -88,8 +89,13 @@ def _echo(outcome: StaticOutcome) -> None:
     "it exists and is not empty.",
 )
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+@click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
 def run_cmd(
-    provider: ProviderSelection, split: StudySplit, out: Path | None, lock_path: Path | None
+    provider: ProviderSelection,
+    split: StudySplit,
+    out: Path | None,
+    lock_path: Path | None,
+    require_environment: bool,
 ) -> None:
     """Run the seven termination policies and the ECT ablations over the static grid.
 
@@ -100,7 +106,12 @@ def run_cmd(
     """
     target = out if out is not None else default_store_dir(split)
     outcome = run_static(
-        target, split=split, selection=provider, lock_path=lock_path, progress=_progress()
+        target,
+        split=split,
+        selection=provider,
+        lock_path=lock_path,
+        progress=_progress(),
+        require_environment=require_environment,
     )
     _echo(outcome)
 
@@ -109,7 +120,10 @@ def run_cmd(
 @click.argument("store_dir", metavar="STORE", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @resume_provider_options
-def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags) -> None:
+@click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
+def resume_cmd(
+    store_dir: Path, lock_path: Path | None, provider: ProviderFlags, require_environment: bool
+) -> None:
     """Continue a static store from its verified prefix and finalize it.
 
     The split, provider, model, endpoint and generation config come from the store's genesis;
@@ -117,7 +131,13 @@ def resume_cmd(store_dir: Path, lock_path: Path | None, provider: ProviderFlags)
     --credential-env). A flag that contradicts the store is refused. A finalized store: exit 0,
     nothing written.
     """
-    outcome = resume_static(store_dir, flags=provider, lock_path=lock_path, progress=_progress())
+    outcome = resume_static(
+        store_dir,
+        flags=provider,
+        lock_path=lock_path,
+        progress=_progress(),
+        require_environment=require_environment,
+    )
     _echo(outcome)
 
 

@@ -29,6 +29,7 @@ from harness.analysis import (
 )
 from harness.ect.model import Verdict
 from harness.ect.reasons import ReasonCode, family_of
+from harness.environment import describe_store
 from harness.errors import RunRecordsError, TamperError
 from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
@@ -121,6 +122,7 @@ class StaticRun(msgspec.Struct, frozen=True, kw_only=True):
     cells: int
     expected: int
     partial: bool
+    environment: str = ""  # what produced the store: harness.environment.describe_store
 
 
 def load_run(store_dir: Path) -> StaticRun:
@@ -169,6 +171,7 @@ def load_run(store_dir: Path) -> StaticRun:
         attempts.update(ids)
     partial = not report.finalized or report.cells < report.schedule_rows
     run = StaticRun(
+        environment=describe_store(view),
         info=info,
         records=tuple(records),
         attempts=attempts,
@@ -324,6 +327,8 @@ class StaticResults(_Out, frozen=True, kw_only=True):
     unsupported_claims: tuple[UnsupportedClaims, ...] = ()
     partial_of: tuple[int, int] | None = None
     """(committed, expected) snapshots when the store is not finalized; None when complete."""
+    environment: str = ""
+    """The environment line of the store (``harness.environment.describe_store``)."""
 
 
 def _is_fault(r: DecisionRecord) -> bool:
@@ -451,6 +456,7 @@ def analyse(run: StaticRun) -> StaticResults:
             for policy in MAIN_POLICIES
         ),
         partial_of=(run.cells, run.expected) if run.partial else None,
+        environment=run.environment,
     )
 
 

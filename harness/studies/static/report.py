@@ -44,6 +44,7 @@ from harness.log import get_logger
 from harness.policies import Ablation
 from harness.safeio import write_atomic
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
+from harness.studies.provenance import with_environment_header
 from harness.studies.static.analysis import (
     ABLATION_LABELS,
     CLAIM_FAULTS,
@@ -480,7 +481,8 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
         title=f"Static study ({_split_name(results).lower()} grid): Tables 2 and 3, H1",
         banners=banners,
         meta=[provider_text(results), f"{results.tasks} tasks, {results.worlds} worlds, "
-              f"{results.faults} fault and {results.cleans} clean snapshots."],
+              f"{results.faults} fault and {results.cleans} clean snapshots.",
+              f"{results.environment}."],
         sections=sections,
     )  # fmt: skip
 
@@ -499,6 +501,7 @@ def render_files(results: StaticResults) -> dict[str, bytes]:
         from harness.studies.static.figure import render_figure  # matplotlib only when drawing
 
         texts.update(render_figure(results))
+    texts = with_environment_header(texts, results.environment)
     texts["report.html"] = render_html(results, texts.get("ucr.png"))
     return texts
 

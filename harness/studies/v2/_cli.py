@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 import msgspec
 
+from harness.environment import session_environments
 from harness.log import verbosity
 from harness.providers.selection import (
     ProviderFlags,
@@ -24,6 +25,7 @@ from harness.providers.selection import (
 )
 from harness.store import VerifyStatus
 from harness.store._cli import EXIT_IN_PROGRESS
+from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.v2.study import (
     Outcome,
     default_store_dir,
@@ -66,6 +68,14 @@ def _yes_option(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
+def _require_environment_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--require-environment",
+        is_flag=True,
+        help=REQUIRE_ENVIRONMENT_HELP,
+    )(f)
+
+
 def _confirm(assume_yes: bool) -> Callable[[Sequence[str]], bool] | None:
     """Ask to continue after the cost estimate only when stdin is a terminal."""
     if assume_yes or not sys.stdin.isatty():
@@ -82,6 +92,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
     lines = status_lines(store)
     click.echo(lines[0])  # the store, and the pilot label of a pilot
     click.echo(lines[1])  # the provider and model
+    click.echo(lines[2])  # the environment that produced it
     if outcome.orphaned_attempts:
         click.echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
@@ -96,7 +107,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
             f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
             "rewritten store)"
         )
-    for line in lines[5:]:
+    for line in lines[6:]:
         click.echo(line)
 
 
@@ -124,6 +135,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
     help="Pilot: only cells whose id matches this glob (repeatable; a pilot store).",
 )
 @_yes_option
+@_require_environment_option
 def run_cmd(
     store_dir: Path | None,
     lock_path: Path | None,
@@ -132,6 +144,7 @@ def run_cmd(
     limit: int | None,
     cell_patterns: tuple[str, ...],
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Run the whole study into a new store: preflight, 576 cells in order, manifest.
 
@@ -151,6 +164,7 @@ def run_cmd(
         limit=limit,
         cells=cell_patterns,
         confirm=_confirm(assume_yes),
+        require_environment=require_environment,
     )
     _echo_outcome(store, outcome)
 
@@ -161,12 +175,14 @@ def run_cmd(
 @resume_provider_options
 @_max_cells_option
 @_yes_option
+@_require_environment_option
 def resume_cmd(
     store_dir: Path,
     lock_path: Path | None,
     provider: ProviderFlags,
     max_cells: int,
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Continue a store from its verified prefix (a torn tail is repaired, never rewritten).
 
@@ -183,6 +199,7 @@ def resume_cmd(
         show_progress=verbosity() >= 0,
         max_cells=max_cells,
         confirm=_confirm(assume_yes),
+        require_environment=require_environment,
     )
     _echo_outcome(store_dir, outcome)
 
@@ -207,6 +224,7 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "simulated": any(r.simulated for r in results),
             "pilot": view.pilot,
             "provider": msgspec.to_builtins(stored_identity(view)),
+            "environment": msgspec.to_builtins(session_environments(view.genesis, view.journal)),
             "pipelines": summary_rows(results),
         }
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")

@@ -31,6 +31,7 @@ from typing import Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.environment import describe_store
 from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
@@ -43,6 +44,7 @@ from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
+from harness.studies.provenance import with_environment_header
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import (
     OUTCOME_LABELS,
@@ -100,7 +102,7 @@ _SIMULATED_NOTE: Final = (
 )
 
 
-_NO_ENVIRONMENT: Final = "not recorded in the study lock"
+_NO_ENVIRONMENT: Final = "Environment: not recorded"
 _log = get_logger("harness.studies.v2")
 
 
@@ -283,7 +285,6 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     report = view.report
     label = None if view.genesis is None else pilot_label(view.genesis.identity)
     lock_bytes = (base / "study.lock").read_bytes()
-    environment = decode_lock(lock_bytes, origin=f"{base}/study.lock").environment
     identity = StoreIdentity(
         lock_digest=store_lock_digest(lock_bytes),
         schedule_digest=report.schedule_digest or "",
@@ -292,7 +293,7 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         schedule_rows=report.schedule_rows,
         manifest_digest=report.manifest_digest,
         config_digest=config_digest,
-        environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
+        environment=describe_store(view),
         provider=_provider_model(view),
         not_frozen_study=_not_frozen_study(view),
         pilot="" if label is None else label.describe(),
@@ -483,7 +484,7 @@ def render_markdown(document: ReportDocument) -> bytes:
         "",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
         "",
-        f"Environment (from the lock): {s.environment}.",
+        f"{s.environment}.",
         "",
         f"Confirmatory scope: {a.primary_clusters} primary task clusters, "
         f"{a.primary_trajectories} trajectories; excluded trust-boundary clusters: "
@@ -704,7 +705,7 @@ def render_html(
         f"Store: {s.cells}/{s.schedule_rows} cells, head {s.head}, manifest "
         f"{s.manifest_digest or 'none (not finalized)'}.",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
-        f"Environment (from the lock): {s.environment}.",
+        f"{s.environment}.",
     ]
     rates = {o.policy: o for o in a.outcomes}
 
@@ -850,6 +851,7 @@ def render_files(
         "hypotheses.csv": render_hypotheses_csv(a, pilot),
         "analysis.json": msgspec.json.format(canonical_bytes(plain), indent=2) + b"\n",
     }
+    files = with_environment_header(files, document.store.environment)
     figures: dict[str, bytes] = {}
     if extra_installed("matplotlib"):
         figures = render_figures(document)

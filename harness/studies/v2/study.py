@@ -41,6 +41,7 @@ from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
+from harness.environment import describe_store
 from harness.errors import (
     StudyReportError,
     ToolChildKilledError,
@@ -76,6 +77,7 @@ from harness.store import (
 )
 from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.provenance import session_environment
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
@@ -278,6 +280,7 @@ def execute(
     limit: int | None = None,
     cells: Sequence[str] = (),
     confirm: Callable[[Sequence[str]], bool] | None = None,
+    require_environment: bool = False,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
 
@@ -287,13 +290,16 @@ def execute(
     ``max_cells`` cells run at once, committed in schedule order. ``limit`` and ``cells``
     make a pilot (``pilot.select_rows``; ``run`` only: resume reads the pilot from genesis).
     Before a real provider is asked anything, the cost estimate is printed and ``confirm``
-    (when given) is asked whether to go on; False stops with nothing written.
+    (when given) is asked whether to go on; False stops with nothing written. The session's
+    environment is recorded in the store; ``require_environment`` refuses to start when it
+    differs from the lock's reference or (resume) an earlier session's.
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
         StoreNotFoundError: ``resume`` of a directory that holds no store.
         ProviderSelectionError: resume flags contradict the store's provider identity.
         PreflightFailedError: a preflight check failed (every failed check is named).
+        EnvironmentMismatchError: ``require_environment`` and the environment differs.
         ProviderOutageError: the circuit breaker stopped the run; committed cells are kept.
         RunStoppedError: SIGINT or SIGTERM stopped the run; committed cells are kept.
         HarnessError: any other expected failure (lock, config, schedule, store, sandbox).
@@ -328,6 +334,10 @@ def execute(
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
         refuse_existing(store_dir, credential_option(selection))
+    lock_bytes = _read_lock(lock)
+    environment = session_environment(
+        lock_bytes, str(lock), resume_of=store_dir if resume else None, require=require_environment
+    )
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
         stream.write(label.describe() + "\n")
@@ -336,7 +346,6 @@ def execute(
         _announce_cost(
             rows[begun:], config, stream, max_cells, confirm, store_dir.name, show_progress
         )
-    lock_bytes = _read_lock(lock)
     backend = open_backend()
     probe = _Probe(selection, config)
     try:
@@ -348,7 +357,12 @@ def execute(
         orphans = 0
         if resume:
             resumed = RunStore.open_for_resume(
-                store_dir, lock_bytes, plain, result_type=CellResult, attempt_type=AttemptRecord
+                store_dir,
+                lock_bytes,
+                plain,
+                result_type=CellResult,
+                attempt_type=AttemptRecord,
+                environment=environment,
             )
             writer, orphans = resumed.writer, len(resumed.orphaned_attempts)
             bound = writer.identity.get(_IDENTITY_KEY)
@@ -363,6 +377,7 @@ def execute(
                 result_type=CellResult,
                 attempt_type=AttemptRecord,
                 identity=bound_identity,
+                environment=environment,
             )
         try:
             refuse_key(writer, provider)
@@ -613,6 +628,7 @@ def status_lines(
     lines = [
         f"store: {store_dir}" + ("" if label is None else f" - {label.describe()}"),
         provider_line(view, results),
+        describe_store(view),
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
         + (
