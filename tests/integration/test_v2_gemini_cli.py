@@ -171,7 +171,8 @@ def test_v2_gemini_403_on_every_call_stops_unfinalized_and_commits_nothing(
     audit = _invoke("audit", str(store))
     assert audit.exit_code == 0, audit.output
     assert audit.stdout.splitlines()[0] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     assert "failures by kind: authentication_failed 4" in audit.stdout
     assert f"  authentication_failed: 4 x HTTP 403 PERMISSION_DENIED: {DENIED}" in audit.stdout
@@ -231,15 +232,34 @@ def test_v2_gemini_quota_mid_run_trips_the_breaker_after_five_in_a_row(
     assert len(fake.generate_requests) == 12
     status = _invoke("v2", "status", str(store))
     assert status.stdout.splitlines()[1] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     report = _invoke("v2", "report", str(store))
     assert report.exit_code == 0, report.output
     lines = report.stdout.splitlines()
-    assert lines[2] == "Provider: gemini, model gemini-2.5-flash."
-    assert lines[4].startswith("**PARTIAL REPORT: made at 2 of 576 cells on a store that is not")
+    endpoint = f"endpoint 127.0.0.1:{fake.port}, not Google's: a rehearsal or a proxy"
+    assert lines[2] == (
+        f"Run: provider gemini; model gemini-2.5-flash; {endpoint}; planner none; credential "
+        "key; PARTIAL: 2 of 576 cells, not finalized."
+    )
+    assert lines[4] == f"**NOT THE PAPER'S FROZEN STUDY: {endpoint}.**"
+    assert lines[6].startswith("**PARTIAL: the store is not finalized; only 2 of 576 cells")
     analysis = msgspec.json.decode((store / "report" / "analysis.json").read_bytes())
     assert analysis["partial"] is True
+    # Every report file names the endpoint and the partial state, and none gives a verdict.
+    files = _report_files(store / "report")
+    assert len(files) == 10
+    host = f"127.0.0.1:{fake.port}".encode()
+    for name, data in files.items():
+        assert host in data, name
+        assert b"PARTIAL" in data, name
+        assert b"PASS" not in data, name
+    for name in ("report.md", "report.html", "hypotheses.csv", "analysis.json"):
+        assert b"not evaluated: 2 of 576 cells" in files[name], name
+    manifest = msgspec.json.decode(files["report-manifest.json"])
+    assert manifest["store"]["not_frozen_study"] == f"NOT THE PAPER'S FROZEN STUDY: {endpoint}."
+    assert manifest["store"]["run"]["endpoint"] == f"127.0.0.1:{fake.port}"
 
 
 def test_v2_gemini_unusable_replies_never_trip_the_breaker(
@@ -338,7 +358,8 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     )
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout.splitlines()[1] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     assert "cells: 576/576 committed, 574 this session" in resumed.stdout
     assert not (store / "report").exists()  # the partial report is superseded
@@ -351,7 +372,7 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     assert "orphaned (bound after a writer died)" in audit.stdout
     # Replay names the provider and says a report made on the partial store is stale.
     replay = _invoke("replay", str(store), "--report", str(kept))
-    assert replay.stdout.splitlines()[0].startswith("provider: gemini, model gemini-2.5-flash")
+    assert replay.stdout.splitlines()[0].startswith("provider: gemini; model gemini-2.5-flash")
     assert "tables: report is stale (made at 2 cells)" in replay.stdout
     assert "cells: 576/576 replayed identically" in replay.stdout
     assert replay.exit_code == 3

@@ -34,6 +34,7 @@ from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
+from harness.run_identity import RunIdentity, read_identity
 from harness.store import VerifyStatus, read_store
 from harness.studies.static.records import (
     DecisionRecord,
@@ -121,6 +122,7 @@ class StaticRun(msgspec.Struct, frozen=True, kw_only=True):
     cells: int
     expected: int
     partial: bool
+    run: RunIdentity
 
 
 def load_run(store_dir: Path) -> StaticRun:
@@ -175,6 +177,7 @@ def load_run(store_dir: Path) -> StaticRun:
         cells=report.cells,
         expected=report.schedule_rows,
         partial=partial,
+        run=read_identity(view, unit="snapshots"),
     )
     if not run.records:
         raise RunRecordsError(f"store {store_dir} holds no committed snapshot yet")
@@ -324,6 +327,8 @@ class StaticResults(_Out, frozen=True, kw_only=True):
     unsupported_claims: tuple[UnsupportedClaims, ...] = ()
     partial_of: tuple[int, int] | None = None
     """(committed, expected) snapshots when the store is not finalized; None when complete."""
+    run: RunIdentity | None = None
+    """Who ran the store and its state (``harness.run_identity``), as every file names it."""
 
 
 def _is_fault(r: DecisionRecord) -> bool:
@@ -451,6 +456,7 @@ def analyse(run: StaticRun) -> StaticResults:
             for policy in MAIN_POLICIES
         ),
         partial_of=(run.cells, run.expected) if run.partial else None,
+        run=run.run,
     )
 
 

@@ -146,7 +146,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         tables_compared=tuple(compared),
         table_mismatches=tuple(table_mismatches),
         simulated=run.info.simulated,
-        provider=f"provider: {identity.provider.describe()}",
+        provider=f"provider: {run.run.who()}",
         no_report=no_report,
     )
 
