@@ -60,14 +60,20 @@ def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
     document = _as_full_study(build_report(store, CONFIG_PATH).document)
     text = render_files(document)["report.md"].decode()
     lines = text.splitlines()
-    start = lines.index("| Pipeline | U/2 | S/4 | FC/2 | R/2 | Turns | Calls |")
-    assert lines[start + 1] == "|---|---:|---:|---:|---:|---:|---:|"
+    start = lines.index(
+        "| Pipeline | U/2 | S/4 | FC/2 | R/2 | Turns | Calls | Transport | Rate limit | Auth "
+        "| Server | Unusable |"
+    )
+    assert lines[start + 1] == "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     assert lines[start + 2 : start + 6] == [
-        "| Current critic | 2 | 2 | 0 | 0 | 1.00 | 0.00 |",
-        "| Controller | 2 | 2 | 0 | 0 | 1.00 | 0.00 |",
-        "| Full-trace | 1 | 1 | 1 | 0 | 1.00 | 0.00 |",
-        "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 |",
+        "| Current critic | 2 | 2 | 0 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| Controller | 2 | 2 | 0 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| Full-trace | 1 | 1 | 1 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 | 0 | 0 | 0 | 0 | 0 |",
     ]
+    # The synthetic cells record no provider attempt: no call, no failure, no banner.
+    assert "Provider calls: 0 calls (0 attempts) included 0 retries (0 successful) and 0 " in text
+    assert "INFRASTRUCTURE FAILURES" not in text
     h2 = next(line for line in lines if line.startswith("H2 "))
     assert "difference -100.00 pp, 95% task-cluster interval [-100.00, -100.00] pp" in h2
     assert h2.endswith("PASS (point estimate below 0 and interval wholly below 0)")
@@ -95,9 +101,12 @@ def test_v2_report_csv_tex_json_png(store: Path) -> None:
     assert sorted(files) == sorted([*REPORT_FILES, "report-manifest.json"])
     rows = list(csv.reader(io.StringIO(files["table4.csv"].decode())))
     identity = ["provider", "model", "endpoint", "planner", "credential", "state"]
-    assert rows[0] == ["Pipeline", "U/2", "S/4", "FC/2", "R/2", "Turns", "Calls", *identity]
+    failures = ["Transport", "Rate limit", "Auth", "Server", "Unusable"]
+    assert rows[0] == [
+        "Pipeline", "U/2", "S/4", "FC/2", "R/2", "Turns", "Calls", *failures, *identity,
+    ]  # fmt: skip
     assert rows[4] == [
-        "ECT", "0", "3", "0", "2", "2.00", "0.50",
+        "ECT", "0", "3", "0", "2", "2.00", "0.50", "0", "0", "0", "0", "0",
         "simulated", "simulated", "none", "none", "none", "complete: 24 of 24 cells, finalized",
     ]  # fmt: skip
     hypotheses = list(csv.DictReader(io.StringIO(files["hypotheses.csv"].decode())))
@@ -107,7 +116,7 @@ def test_v2_report_csv_tex_json_png(store: Path) -> None:
         ("H4", "false"),
     ]
     tex = files["table4.tex"].decode()
-    assert "ECT & 0 & 3 & 0 & 2 & 2.00 & 0.50 \\\\" in tex
+    assert "ECT & 0 & 3 & 0 & 2 & 2.00 & 0.50 & 0 & 0 & 0 & 0 & 0 \\\\" in tex
     assert "Run: provider simulated (SIMULATED, not a language model)" in tex
     document = json.loads(files["analysis.json"])
     assert document["analysis"]["simulated"] is True

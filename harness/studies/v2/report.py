@@ -19,7 +19,11 @@ Files written to the report directory (default ``DIR/report``), all byte-determi
   transcript (``harness.studies.v2.transcript``), collapsed and filterable;
 - ``report-manifest.json``: the digest of each file above (what replay and export check).
 
-Results of the simulated provider are labelled as such in every file.
+Every file names the run the same way (``harness.run_identity``: provider, model, endpoint,
+planner plug-in, credential, state; the simulated provider and a foreign endpoint say so); a
+partial store or a pilot gives no hypothesis verdict in any file. Table 4 ends with each
+pipeline's final provider failures by class (``v2.failures``), with the calls sentence and,
+when the model never answered some of them, a banner under it.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from harness.studies.v2.analysis import (
     analyze,
 )
 from harness.studies.v2.config import V2Config, decode_config
+from harness.studies.v2.failures import FAILURE_CLASSES, ProviderFailures, provider_failures
 from harness.studies.v2.outcomes import CellResult, decode_cell, read_v2_store
 from harness.studies.v2.transcript import (
     CellTranscript,
@@ -132,6 +137,7 @@ class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     pilot: bool = False
     store: StoreIdentity
     analysis: V2Analysis
+    failures: ProviderFailures | None = None
 
 
 class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -278,7 +284,11 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     except ValueError as e:
         raise StudyReportError(f"store {base}: {e}") from e
     document = ReportDocument(
-        partial=run.partial, pilot=bool(run.pilot), store=identity, analysis=analysis
+        partial=run.partial,
+        pilot=bool(run.pilot),
+        store=identity,
+        analysis=analysis,
+        failures=provider_failures(view.cells, results),
     )
     cells = transcripts_of(base, view.cells, config_path)
     return ReportBundle(document=document, files=render_files(document, cells))
@@ -331,6 +341,36 @@ def _markdown_table(rows: tuple[ArmRow, ...]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * 6) + "|"]
     lines += ["| " + " | ".join(_cells(row, rows)) + " |" for row in rows]
     return lines
+
+
+_FAILURE_HEADERS: Final = ("Transport", "Rate limit", "Auth", "Server", "Unusable")
+_FAILURE_LEGEND: Final = (
+    "Transport, Rate limit, Auth, Server and Unusable count each pipeline's final provider "
+    "failures (calls whose last attempt failed: no reply, HTTP 429, a rejected key, another "
+    "HTTP error, an unusable reply), mapped to continue under the frozen rule."
+)
+
+
+def _failures(document: ReportDocument) -> ProviderFailures:
+    """The provider failures a report names (always counted by ``build_report``)."""
+    if document.failures is None:
+        raise StudyReportError("the report document holds no provider failure counts")
+    return document.failures
+
+
+def _table4(document: ReportDocument) -> tuple[list[str], list[list[str]]]:
+    """Table 4: the counts, then each pipeline's final provider failures by class."""
+    a, failures = document.analysis, _failures(document)
+    by_policy = {f.policy: f for f in failures.pipelines}
+    head = [*_columns(a.table4), *_FAILURE_HEADERS]
+    body = [
+        [
+            *_cells(row, a.table4),
+            *(str(by_policy[row.policy].by_class[c]) for c in FAILURE_CLASSES),
+        ]
+        for row in a.table4
+    ]
+    return head, body
 
 
 def _hypothesis_lines(a: V2Analysis) -> list[str]:
@@ -458,15 +498,19 @@ def render_markdown(document: ReportDocument) -> bytes:
             + ".",
             "",
         ]
-    out += ["## Table 4", "", *_markdown_table(a.table4), ""]
+    failures = _failures(document)
+    out += ["## Table 4", "", *_md(*_table4(document)), ""]
     out += [
         "U: premature unsupported termination on incomplete checkpoints; S: supported "
         "completion over both checkpoints; FC: clean false continuation; R: recovery event on "
-        "incomplete checkpoints. Turns and Calls are per-trajectory means.",
+        "incomplete checkpoints. Turns and Calls are per-trajectory means. " + _FAILURE_LEGEND,
         "",
-        "## Hypotheses",
+        failures.sentence(),
         "",
     ]
+    if failures.banner():
+        out += [f"**{failures.banner()}**", ""]
+    out += ["## Hypotheses", ""]
     for line in _hypothesis_text(document):
         out += [line, ""]
     out += [
@@ -525,9 +569,10 @@ def _csv(rows: list[list[str]]) -> bytes:
 
 def render_table4_csv(document: ReportDocument) -> bytes:
     """``table4.csv``: Table 4, each row ending with the run identity's columns."""
-    a, run = document.analysis, run_of(document)
-    rows = [[*_columns(a.table4), *IDENTITY_COLUMNS]]
-    rows += [[*_cells(row, a.table4), *run.columns()] for row in a.table4]
+    run = run_of(document)
+    head, body = _table4(document)
+    rows = [[*head, *IDENTITY_COLUMNS]]
+    rows += [[*row, *run.columns()] for row in body]
     return _csv(rows)
 
 
@@ -580,16 +625,16 @@ def _tex(text: str) -> str:
 def render_table4_tex(document: ReportDocument) -> bytes:
     """``table4.tex``: a booktabs tabular in a table environment; the caption ends with the
     run identity's line."""
-    a = document.analysis
-    head = _columns(a.table4)
+    head, body = _table4(document)
     caption = (
         "V2 primary-scope results. U is premature unsupported termination on "
         "incomplete checkpoints; S is supported completion over both conditions; FC is clean "
         "false continuation; R is successful recovery on incomplete checkpoints. Turns and "
-        f"Calls are per-trajectory means. {_tex(run_of(document).line())}."
+        f"Calls are per-trajectory means. {_FAILURE_LEGEND} "
+        f"{_tex(_failures(document).sentence())} {_tex(run_of(document).line())}."
     )
-    body = [_cells(row, a.table4) for row in a.table4]
-    lines = [*latex_lines(head, body, spec="lrrrrrr", caption=caption, escape=False), ""]
+    spec = "l" + "r" * (len(head) - 1)
+    lines = [*latex_lines(head, body, spec=spec, caption=caption, escape=False), ""]
     return "\n".join(lines).encode()
 
 
@@ -654,14 +699,15 @@ def render_html(
         r: Rate = getattr(rates[row.policy], name)
         return f"{_count(row, name, shared)} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
 
-    t4 = [_columns(a.table4)] + [
+    failures = _failures(document)
+    t4_head, t4_body = _table4(document)
+    t4 = [t4_head] + [
         [
             row.label,
             *(with_interval(row, name) for name, _ in _COUNTS),
-            f"{row.turns:.2f}",
-            f"{row.calls:.2f}",
+            *cells[5:],
         ]
-        for row in a.table4
+        for row, cells in zip(a.table4, t4_body, strict=True)
     ]
     sections = [
         _html.section(
@@ -675,8 +721,10 @@ def render_html(
                 "termination on incomplete checkpoints; S: supported completion over both "
                 "checkpoints; FC: clean false continuation; R: recovery event. Each count is "
                 f"followed by its rate and {100 * a.level:g}% task-cluster interval. Turns and "
-                "Calls are per-trajectory means."
-            ),
+                f"Calls are per-trajectory means. {_FAILURE_LEGEND}"
+            )
+            + _html.paragraph(failures.sentence())
+            + (_html.paragraph(failures.banner(), cls="banner") if failures.banner() else ""),
         ),
         _html.section(
             "hypotheses",
