@@ -49,6 +49,8 @@ from harness.studies.static.analysis import (
     ABLATION_LABELS,
     CLAIM_FAULTS,
     CLEAN_FAULT,
+    ENDPOINT_NAMES,
+    RECOVERABLE_FAULTS,
     UNSUPPORTED_BOOTSTRAP_SEED,
     AblationRow,
     StaticResults,
@@ -75,7 +77,9 @@ __all__ = [
     "figure_caption",
     "h1_line",
     "run_of",
+    "breakdown_table",
     "render_endpoints",
+    "secondary_table",
     "render_html",
     "render_table2",
     "render_table3",
@@ -276,6 +280,50 @@ def _json(obj: Any) -> str:
     return (msgspec.json.format(canonical_bytes(obj), indent=2) + b"\n").decode("utf-8")
 
 
+_SECONDARY_NOTE: Final = (
+    "Recoverable stuck: stuck on a snapshot whose recovery is available "
+    f"({', '.join(RECOVERABLE_FAULTS)}), counted apart from the rest of S. Extra calls: continue "
+    "on a clean snapshot, whose answer was already supported; each sends a finished agent on for "
+    "at least one more call (a lower bound on the calls it wastes). Descriptive."
+)
+
+
+def secondary_table(results: StaticResults) -> tuple[list[str], list[list[str]]]:
+    """Per policy: S split into recoverable and other stuck, and extra calls."""
+    head = ["Policy", "S", "Recoverable stuck", "Other stuck", "Extra calls"]
+    body = [
+        [
+            row.label,
+            f"{row.stuck}/{results.faults}",
+            f"{row.recoverable_stuck}/{row.recoverable}",
+            str(row.other_stuck),
+            f"{row.extra_calls}/{row.cleans}",
+        ]
+        for row in results.secondary
+    ]
+    return head, body
+
+
+def breakdown_table(
+    results: StaticResults, endpoint: str, by: str
+) -> tuple[list[str], list[list[str]]]:
+    """One endpoint per policy (rows) and fault or family (columns)."""
+    counts = results.endpoints_by_fault if by == "fault" else results.endpoints_by_family
+    labels = {row.policy: row.label for row in results.rows}
+    keys = list(next(iter(counts.values())))
+    body = [[labels[p], *(str(counts[p][k][endpoint]) for k in keys)] for p in counts]
+    return ["Policy", *keys], body
+
+
+def _breakdowns(results: StaticResults) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    """Every endpoint by fault and by family, with a title each."""
+    return [
+        (f"{name[0].upper()}{name[1:]} per {by}", breakdown_table(results, name, by))
+        for by in ("fault", "family")
+        for name in ENDPOINT_NAMES
+    ]
+
+
 def render_endpoints(results: StaticResults) -> dict[str, str]:
     """Secondary endpoints: by fault, by family, ECT localisation, decided-by, provider use."""
     faults = (CLEAN_FAULT, *STATIC_FAULTS)
@@ -317,6 +365,16 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         for row in results.rows
     ]
     sections.append("## Decided by\n\n" + _markdown(["Policy", "Sources"], body, numeric=0))
+    head, body = secondary_table(results)
+    sections.append(
+        "## Secondary endpoints: recoverable stuck and extra calls\n\n"
+        + _markdown(head, body, numeric=len(head) - 1)
+        + "\n"
+        + _SECONDARY_NOTE
+        + "\n"
+    )
+    for title, (head, body) in _breakdowns(results):
+        sections.append(f"## {title}\n\n" + _markdown(head, body, numeric=len(head) - 1))
     head, body = unsupported_table(results)
     sections.append(
         "## Unsupported claims accepted (F1-F7 snapshots completed; 95% task-cluster interval)\n\n"
@@ -355,8 +413,11 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         "by_family": results.by_family,
         "by_fault": results.by_fault,
         "localisation": results.localisation,
+        "endpoints_by_family": results.endpoints_by_family,
+        "endpoints_by_fault": results.endpoints_by_fault,
         "rows": [msgspec.to_builtins(r) for r in results.rows],
         "run": msgspec.to_builtins(run_of(results)),
+        "secondary": [msgspec.to_builtins(r) for r in results.secondary],
         "ucr_replicates": results.ucr_replicates,
         "ucr_seed": results.ucr_seed,
         "unsupported_claims": [msgspec.to_builtins(u) for u in results.unsupported_claims],
@@ -471,6 +532,15 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
             "localisation",
             "ECT reason families per fault",
             _html.table(["Fault", "Reason families"], localisation, numeric_from=2),
+        ),
+        _html.section(
+            "secondary",
+            "Secondary endpoints: recoverable stuck and extra calls",
+            _html.table(*secondary_table(results)) + _html.paragraph(_SECONDARY_NOTE),
+        ),
+        *(
+            _html.section(f"endpoint-{index}", title, _html.table(*table))
+            for index, (title, table) in enumerate(_breakdowns(results))
         ),
     ]
     return _html.page(
