@@ -259,6 +259,26 @@ def test_v2_gemini_quota_mid_run_trips_the_breaker_after_five_in_a_row(
         assert b"not evaluated: 2 of 576 cells" in files[name], name
     manifest = msgspec.json.decode(files["report-manifest.json"])
     assert manifest["store"]["not_frozen_study"] == f"NOT THE PAPER'S FROZEN STUDY: {endpoint}."
+    # Two cells: the pipelines' denominators differ, so each count carries its own.
+    table = lines.index("## Table 4") + 2
+    assert lines[table : table + 4] == [
+        "| Pipeline | U/0 | S | FC | R/0 | Turns | Calls | Transport | Rate limit | Auth | Server "
+        "| Unusable |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Current critic | 0 | 0/1 | 0/1 | 0 | 4.00 | 0.00 | 0 | 0 | 0 | 0 | 4 |",
+        "| Controller | 0 | 0/1 | 0/1 | 0 | 4.00 | 0.00 | 0 | 1 | 0 | 0 | 3 |",
+    ]
+    # The controller cell's 429 entered the denominator: said next to Table 4.
+    assert lines[table + 9] == (
+        "Provider calls: 8 calls (8 attempts) included 0 retries (0 successful) and 8 final "
+        "provider failures (1 rate limit, 7 unusable reply); under the frozen rule each final "
+        "failure maps to continue and stays in the denominator."
+    )
+    assert lines[table + 11] == (
+        "**INFRASTRUCTURE FAILURES IN THE RESULTS: 1 final provider failure is one where no "
+        "model answered (quota 1); it maps to continue and stays in the denominator, and "
+        "`harness v2 resume` cannot run it again (its cell is committed).**"
+    )
     assert manifest["store"]["run"]["endpoint"] == f"127.0.0.1:{fake.port}"
 
 

@@ -128,6 +128,13 @@ class ProviderFailures(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
         if not total:
             return ""
         causes = ", ".join(f"{name} {n}" for name, n in self.infrastructure.items())
+        if total == 1:
+            return (
+                "INFRASTRUCTURE FAILURES IN THE RESULTS: 1 final provider failure is one where "
+                f"no model answered ({causes}); it maps to continue and stays in the "
+                "denominator, and `harness v2 resume` cannot run it again (its cell is "
+                "committed)."
+            )
         return (
             f"INFRASTRUCTURE FAILURES IN THE RESULTS: {total} final provider failures are ones "
             f"where no model answered ({causes}); they map to continue and stay in the "
