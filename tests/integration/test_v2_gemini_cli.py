@@ -364,7 +364,8 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     assert verify_store(store).cells == 2
     partial = _invoke("v2", "report", str(store))
     assert partial.exit_code == 0, partial.output
-    assert "PARTIAL REPORT: made at 2 of 576 cells" in partial.stdout
+    assert "PARTIAL: the store is not finalized; only 2 of 576 cells" in partial.stdout
+    assert "H2, H3, H4: not evaluated: 2 of 576 cells." in partial.stdout
     manifest = msgspec.json.decode((store / "report" / "report-manifest.json").read_bytes())
     assert manifest["partial"] is True
     kept = tmp_path / "kept-report"
