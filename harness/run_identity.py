@@ -205,7 +205,8 @@ class RunIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         out = []
         if self.simulated:
             out.append(SIMULATED_BANNER)
-        elif self.not_frozen_study:
+        # The simulated provider's own banner says enough, unless a plug-in planned too.
+        if self.not_frozen_study and (not self.simulated or self.planner != "none"):
             out.append(self.not_frozen_study)
         if self.pilot:
             out.append(

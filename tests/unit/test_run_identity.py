@@ -122,11 +122,13 @@ def test_simulated_and_a_plugin_say_what_they_are(tmp_path: Path) -> None:
     assert run.simulated
     assert run.banners()[0].startswith("SIMULATED PROVIDER: every model answer")
     assert run.not_frozen_study.startswith("NOT THE PAPER'S FROZEN STUDY: the run used provider")
+    assert run.banners()[1] == run.not_frozen_study  # the plug-in is named in a banner too
     plain = ProviderSelection(provider=ProviderName.SIMULATED, base_url=None, credential=None)
     alone = _read(_store(tmp_path / "t", plain))
     assert alone.not_frozen_study == (
         "NOT THE PAPER'S FROZEN STUDY: the provider is simulated, not a language model."
     )
+    assert len(alone.banners()) == 1  # the SIMULATED banner alone says it
 
 
 def test_partial_and_live_stores_are_not_evaluated(tmp_path: Path) -> None:
