@@ -6,7 +6,8 @@ loopback OpenAI-compatible endpoint (``providers_fake_openai.FakeOpenAI``, the r
 client; its default responder answers as the simulated provider would), one with a planner
 plug-in (``harness.examples.planners.simulated``) and the simulated critics. Each runs the first
 eight rows of the schedule (a pilot); the Gemini and simulated paths are covered by
-``test_v2_show``.
+``test_v2_show``. The OpenAI-compatible run's report files also name its endpoint, model and
+pilot label, each of them.
 """
 
 from __future__ import annotations
@@ -121,3 +122,21 @@ def test_report_html_carries_the_same_transcripts(
     assert "    claim " in page
     if which == "openai_store":
         assert "  critic: " in page
+
+
+def test_every_report_file_of_an_openai_run_names_its_endpoint_and_model(
+    openai_store: Path, fake: FakeOpenAI
+) -> None:
+    host = fake.base_url.split("/")[2]
+    for path in sorted((openai_store / "report").iterdir()):
+        data = path.read_bytes()
+        assert host.encode() in data, path.name
+        assert b"fake-model-1" in data, path.name
+        assert b"PILOT: 8 of 576 cells" in data, path.name
+    md = (openai_store / "report" / "report.md").read_text()
+    assert (
+        f"Run: provider openai; model fake-model-1; endpoint {host}; planner none; credential "
+        "none; PILOT: 8 of 576 cells (--limit 8); not the study; complete: 8 of 8 cells, "
+        "finalized." in md
+    )
+    assert "H2, H3, H4: not evaluated: PILOT: 8 of 576 cells (--limit 8); not the study." in md
