@@ -50,6 +50,7 @@ from harness.privacy import Finding, KeyFinder, credential_findings, key_finding
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
+from harness.run_identity import PROVIDER_KEY, read_identity
 from harness.safeio import MAX_READ, read_regular
 from harness.store import (
     BeginEntry,
@@ -507,13 +508,10 @@ def _outage_cells(view: StoreView) -> list[str]:
 
 
 def _provider_of(view: StoreView, providers: set[str]) -> str:
-    """The provider and model the genesis names (else what the attempts show)."""
-    genesis = view.genesis
-    plain = None if genesis is None else genesis.identity.get("provider")
-    if isinstance(plain, dict) and plain.get("provider") == "simulated":
-        return "simulated (deterministic stand-in, not a language model), model none"
-    if isinstance(plain, dict):
-        return f"{plain.get('provider')}, model {plain.get('model')} at {plain.get('endpoint')}"
+    """Who ran the store, worded as every report names it (``harness.run_identity``; a store
+    made before genesis bound its provider: what its attempts show)."""
+    if view.genesis is not None and isinstance(view.genesis.identity.get(PROVIDER_KEY), dict):
+        return read_identity(view).who()
     if providers <= {"simulated"}:
         return "simulated only (results of a simulation, not of a language model)"
     return ", ".join(sorted(providers))

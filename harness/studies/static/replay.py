@@ -147,7 +147,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         tables_compared=tuple(compared),
         table_mismatches=tuple(table_mismatches),
         simulated=run.info.simulated,
-        provider=f"provider: {identity.provider.describe()}",
+        provider=f"provider: {run.run.who()}",
         environment=describe_store(view),
         no_report=no_report,
     )

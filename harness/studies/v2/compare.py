@@ -85,7 +85,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
 def _side(
     root: Path, view: StoreView, results: Sequence[CellResult], params: AnalysisParams
 ) -> StoreSide:
-    provider, not_frozen = store_provider(view)
+    provider, not_frozen = store_provider(view, root)
     analysis = analyze(results, params, expected_cells=view.report.schedule_rows)
     return StoreSide(
         store=str(root),

@@ -66,6 +66,7 @@ from harness.providers.selection import (
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
+from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
 from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import (
@@ -110,7 +111,7 @@ __all__ = [
 ]
 
 _log = get_logger("harness.studies.v2")
-_IDENTITY_KEY: Final = "provider"
+_IDENTITY_KEY: Final = PROVIDER_KEY
 
 
 class PreflightCheck(Protocol):
@@ -209,14 +210,10 @@ def stored_identity(view: StoreView) -> ProviderIdentity | None:
     Raises:
         V2StudyError: the genesis holds an identity that is not a provider identity.
     """
-    genesis = view.genesis
-    plain = None if genesis is None else genesis.identity.get(_IDENTITY_KEY)
-    if plain is None:
-        return None
     try:
-        return msgspec.convert(plain, ProviderIdentity, strict=False)
-    except msgspec.ValidationError as e:
-        raise V2StudyError(f"the store's genesis holds no valid provider identity: {e}") from e
+        return provider_identity_of(view)
+    except StudyReportError as e:
+        raise V2StudyError(str(e)) from e
 
 
 class _Probe:
@@ -592,24 +589,15 @@ def summary_rows(results: Sequence[CellResult]) -> list[dict[str, Any]]:
 
 
 def provider_line(view: StoreView, results: Sequence[CellResult] = ()) -> str:
-    """``provider: ...`` naming the store's provider and model (from its genesis; a store made
-    before genesis bound them is described by its results)."""
-    stored = stored_identity(view)
-    if stored is not None and stored.planner is not None:
-        return f"provider: {stored.describe()}"
-    simulated = (
-        stored.provider is ProviderName.SIMULATED
-        if stored is not None
-        else any(r.simulated for r in results)
+    """``provider: ...`` naming who ran the store (``harness.run_identity``; a store made
+    before genesis bound its provider is named by its results)."""
+    providers = sorted({r.provider for r in results})
+    run = read_identity(
+        view,
+        fallback_provider=providers[0] if len(providers) == 1 else None,
+        fallback_simulated=any(r.simulated for r in results),
     )
-    if simulated:
-        return (
-            "provider: SIMULATED (deterministic stand-in, not a language model), model none: "
-            "these are results of a simulation"
-        )
-    if stored is not None:
-        return f"provider: {stored.describe()}"
-    return f"provider: {results[0].provider if results else 'unknown'}, model unknown"
+    return f"provider: {run.who()}"
 
 
 def status_lines(
