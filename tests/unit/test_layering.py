@@ -1,6 +1,6 @@
 """The package layering of the design, enforced over every import in harness/ and preflight/.
 
-The rules (DESIGN section 2):
+The rules (docs/design.md section 2, docs/architecture.md):
 
 1. ``harness.ect`` imports nothing of the project but itself and ``harness.canonical``.
 2. Nothing depends on a study except the command line: outside ``harness.studies`` only the
