@@ -13,7 +13,7 @@ The framework adapters live in ``harness.integrations`` (extras). See docs/gate.
 from harness.gate.audit import Reverified, export_record, reverify, submission_files
 from harness.gate.catalog import catalog_sources
 from harness.gate.extract import Extractor, Observation, ToolResult, receipts_of
-from harness.gate.feedback import MAX_FEEDBACK_CHARS, feedback_text
+from harness.gate.feedback import MAX_FEEDBACK_CHARS, feedback_text, instructions
 from harness.gate.session import (
     DEFAULT_MAX_REFUSALS,
     MAX_MODEL_INPUT_BYTES,
@@ -65,6 +65,7 @@ __all__ = [
     "contract_sources",
     "export_record",
     "feedback_text",
+    "instructions",
     "load_contract",
     "receipts_of",
     "reverify",

@@ -8,12 +8,15 @@ gather what is missing or cite what it has. The text is bounded (``MAX_FEEDBACK_
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Final
 
+import msgspec
+
 from harness.ect.model import Decision, Receipt, Requirements, ScopeRule, SlotRequirement, Verdict
 
-__all__ = ["MAX_FEEDBACK_CHARS", "feedback_text", "in_scope"]
+__all__ = ["MAX_FEEDBACK_CHARS", "feedback_text", "in_scope", "instructions"]
 
 MAX_FEEDBACK_CHARS: Final = 8000
 _MAX_FINDINGS: Final = 40
@@ -97,3 +100,20 @@ def feedback_text(
     if len(text) > MAX_FEEDBACK_CHARS:
         text = text[: MAX_FEEDBACK_CHARS - 13] + "\n[truncated]"
     return text
+
+
+def instructions(requirements: Requirements) -> str:
+    """What a gated model is told once: how to submit, and what each slot must rest on."""
+    lines = [
+        "You finish only through the gate. Tool results carry receipts (ids like c01.0); cite "
+        "them. To finish, submit `claims` - a JSON array with one object per required slot: "
+        '{"slot": name, "value": value, "evidence": [receipt ids], "transform": {"op": ...}} - '
+        "and `answer` - a JSON object mapping each slot to the same value. The harness adds "
+        "the task id and digests. A refused submission comes back with the reasons; fix them "
+        "and submit again.",
+        "Required slots and the transforms each allows:",
+    ]
+    for slot in requirements.slots:
+        ops = "; ".join(json.dumps(msgspec.to_builtins(t), sort_keys=True) for t in slot.transforms)
+        lines.append(f"- {slot.slot}: {ops}")
+    return "\n".join(lines)

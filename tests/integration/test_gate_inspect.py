@@ -1,0 +1,218 @@
+"""The gate in Inspect AI, run for real and offline: ``inspect_ai.eval`` with ``mockllm/model``.
+
+The benchmark example task (twelve tasks, two per family) runs under each of the four scripted
+behaviours of ``gate_support``. The scripted model reads only its conversation (the receipts
+the evidence tools returned, the gate's refusals), as a model would. Each log alone re-verifies
+to the live decisions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gate_support import BEHAVIOURS, Behaviour, CallAction, Script, Seen, gate_tasks
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageTool,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+from harness.ect import Verdict
+from harness.examples.inspect_task import ect_benchmark
+from harness.integrations.inspect import RECORD_KEY, record_of, reverify_log
+
+MAX_REFUSALS = 2
+
+# Inspect's own event loop leaves anyio memory streams to the garbage collector; that is its
+# business, not a fault of the gate.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+
+def _scripted(behaviour: Behaviour) -> Any:
+    scripts = {task.question: Script(task, behaviour) for task, _ in gate_tasks()}
+
+    def next_output(
+        messages: list[ChatMessage],
+        tools: list[ToolInfo],
+        choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        question = next(m.text for m in messages if isinstance(m, ChatMessageUser))
+        script = scripts[question]
+        asked: dict[str, tuple[str, dict[str, Any]]] = {}
+        seen: list[Seen] = []
+        for m in messages:
+            if isinstance(m, ChatMessageAssistant):
+                for call in m.tool_calls or []:
+                    asked[call.id] = (call.function, dict(call.arguments))
+            elif isinstance(m, ChatMessageTool) and m.function != "submit" and m.error is None:
+                shown = json.loads(m.text)
+                tool_id, args = asked[str(m.tool_call_id)]
+                seen.append(Seen(shown["call_id"], tool_id, args, shown["result"]))
+        action = script.next(seen)
+        if isinstance(action, CallAction):
+            output = ModelOutput.for_tool_call("mockllm/model", action.tool_id, action.args)
+        else:
+            output = ModelOutput.for_tool_call(
+                "mockllm/model", "submit", {"claims": action.claims, "answer": action.answer}
+            )
+        # Usage given, so mockllm does not count tokens with tiktoken (whose encoding it would
+        # download on first use: there is no network here).
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return output
+
+    return next_output
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[Behaviour, EvalLog]:
+    out: dict[Behaviour, EvalLog] = {}
+    for behaviour in BEHAVIOURS:
+        model = get_model("mockllm/model", custom_outputs=_scripted(behaviour))
+        (log,) = inspect_eval(
+            ect_benchmark(worlds="00,01", max_refusals=MAX_REFUSALS),
+            model=model,
+            log_dir=str(tmp_path_factory.mktemp(behaviour)),
+            display="none",
+        )
+        out[behaviour] = log
+    return out
+
+
+EXPECTED_CODE = {
+    "no_evidence": "EVIDENCE_EMPTY",
+    "wrong_scope": "SCOPE_TOOL",
+    "altered_answer": "REPLAY_ANSWER_MISMATCH",
+}
+
+
+@pytest.mark.parametrize("behaviour", BEHAVIOURS)
+def test_each_behaviour_ends_as_the_gate_decides_on_all_twelve_tasks(
+    logs: dict[Behaviour, EvalLog], behaviour: Behaviour
+) -> None:
+    log = logs[behaviour]
+    assert log.status == "success", log.error
+    samples = log.samples or []
+    assert sorted(str(s.id) for s in samples) == sorted(t.task_id for t, _ in gate_tasks())
+    gold = {t.task_id: t.gold for t, _ in gate_tasks()}
+    for sample in samples:
+        record = record_of(sample.store)
+        assert record is not None
+        verdicts = [s.verdict for s in record.submissions]
+        assert sample.scores is not None
+        score = sample.scores["ect_certified"]
+        if behaviour == "honest":
+            assert verdicts == [Verdict.COMPLETE]
+            assert json.loads(sample.output.completion) == gold[str(sample.id)]
+            assert score.value == "C"
+        else:
+            assert verdicts == [Verdict.CONTINUE, Verdict.STUCK]
+            assert score.value == "I"
+            refusals = [
+                m.error.message
+                for m in sample.messages
+                if isinstance(m, ChatMessageTool) and m.function == "submit" and m.error
+            ]
+            # Both refusals reached the model, with the reason code.
+            assert len(refusals) == MAX_REFUSALS
+            assert all(EXPECTED_CODE[behaviour] in text for text in refusals)
+
+
+@pytest.mark.parametrize("behaviour", BEHAVIOURS)
+def test_the_log_alone_reverifies_to_the_same_decisions(
+    logs: dict[Behaviour, EvalLog], behaviour: Behaviour
+) -> None:
+    location = logs[behaviour].location
+    checks = reverify_log(Path(location))
+    assert len(checks) == 12
+    for sample_id, sample_checks in checks.items():
+        assert sample_checks, sample_id
+        assert all(c.agrees for c in sample_checks), (sample_id, sample_checks)
+    for sample in logs[behaviour].samples or []:
+        assert RECORD_KEY in sample.store
+
+
+def _one_sample_task(metadata: dict[str, Any]) -> Any:
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+
+    from harness.examples.inspect_task import _tools
+    from harness.gate import catalog_sources
+    from harness.integrations.inspect import ect_certified, ect_solver
+
+    return Task(
+        dataset=[Sample(id="one", input="q", metadata=metadata)],
+        solver=ect_solver(catalog_sources(), _tools, max_refusals=MAX_REFUSALS),
+        scorer=ect_certified(),
+        message_limit=20,
+    )
+
+
+def _garbage(
+    messages: list[ChatMessage], tools: list[ToolInfo], choice: ToolChoice, config: GenerateConfig
+) -> ModelOutput:
+    output = ModelOutput.for_tool_call(
+        "mockllm/model", "submit", {"claims": "{not json", "answer": "[1]"}
+    )
+    output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return output
+
+
+def test_claims_that_are_not_json_are_refusals_the_model_reads(tmp_path: Path) -> None:
+    from harness.integrations.inspect import CONTRACT_KEY, sample_contract
+
+    task, _ = gate_tasks()[0]
+    metadata = {
+        "world_id": task.world_id,
+        CONTRACT_KEY: sample_contract(task.descriptor, task.requirements),
+    }
+    (log,) = inspect_eval(
+        _one_sample_task(metadata),
+        model=get_model("mockllm/model", custom_outputs=_garbage),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    (sample,) = log.samples or []
+    refusals = [
+        m.error.message
+        for m in sample.messages
+        if isinstance(m, ChatMessageTool) and m.function == "submit" and m.error
+    ]
+    assert len(refusals) == MAX_REFUSALS
+    assert all(
+        "ADAPTER_CERTIFICATE_MALFORMED" in r and "ADAPTER_ANSWER_MALFORMED" in r for r in refusals
+    )
+    record = record_of(sample.store)
+    assert record is not None
+    assert [s.verdict for s in record.submissions] == [Verdict.CONTINUE, Verdict.STUCK]
+    assert all(c.agrees for c in reverify_log(Path(log.location))["one"])
+
+
+def test_a_sample_without_a_contract_fails_with_one_line(tmp_path: Path) -> None:
+    (log,) = inspect_eval(
+        _one_sample_task({"world_id": "00"}),
+        model=get_model("mockllm/model", custom_outputs=_garbage),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "error"
+    assert log.error is not None
+    assert "sample one: no usable ect_contract" in log.error.message
