@@ -76,6 +76,9 @@ class GateReason(StrEnum):
 
     GATE_REFUSAL_BUDGET_SPENT = "GATE_REFUSAL_BUDGET_SPENT"
     """``max_refusals`` submissions were refused: the run stops as stuck."""
+    GATE_RUN_ENDED_UNCERTIFIED = "GATE_RUN_ENDED_UNCERTIFIED"
+    """An adapter's loop ended without a ``complete`` or ``stuck`` decision (the model stopped
+    in plain text, or the framework's turn limit): the run's outcome is ``continue``."""
 
 
 class RecordedCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
