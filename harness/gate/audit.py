@@ -9,12 +9,13 @@ Inspect log or any other transcript can carry). ``export_record`` is the gate's 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
-from harness.ect.boundary import verify_json
+from harness.ect.boundary import BoundaryError, check_json, verify_json
 from harness.ect.model import Ledger, Verdict, ledger_digest
+from harness.ect.reasons import ReasonCode
 from harness.errors import ExportError
 from harness.gate.session import GateReason, GateRecord, Submission
 from harness.safeio import write_atomic
@@ -39,6 +40,16 @@ class Reverified(msgspec.Struct, frozen=True, kw_only=True):
         return (self.verdict, self.reason_codes) == (self.recorded_verdict, self.recorded_codes)
 
 
+def _as_sent(text: str) -> Any:
+    """The model's input as the JSON it was, or as a JSON string when it was not strict JSON."""
+    data = text.encode("utf-8")
+    try:
+        check_json(data, ReasonCode.ADAPTER_CERTIFICATE_MALFORMED)
+        return msgspec.json.decode(data)
+    except (BoundaryError, msgspec.DecodeError, ValueError, RecursionError):
+        return text
+
+
 def _certificate_bytes(record: GateRecord, submission: Submission, ledger: Ledger) -> bytes:
     if submission.certificate is not None:
         return msgspec.json.encode(submission.certificate)
@@ -50,7 +61,7 @@ def _certificate_bytes(record: GateRecord, submission: Submission, ledger: Ledge
             "task_id": record.descriptor.task_id,
             "descriptor_digest": record.requirements.descriptor_digest,
             "ledger_digest": ledger_digest(ledger.receipts),
-            "claims": submission.claims,
+            "claims": _as_sent(submission.claims),
         }
     )
 
@@ -71,7 +82,7 @@ def submission_files(record: GateRecord, index: int) -> dict[str, bytes]:
         "requirements.json": msgspec.json.encode(record.requirements),
         "ledger.json": msgspec.json.encode(ledger),
         "certificate.json": _certificate_bytes(record, submission, ledger),
-        "answer.json": msgspec.json.encode(submission.answer),
+        "answer.json": msgspec.json.encode(_as_sent(submission.answer)),
     }
 
 

@@ -15,12 +15,16 @@ from typing import Final
 import msgspec
 
 from harness.ect.model import Decision, Receipt, Requirements, ScopeRule, SlotRequirement, Verdict
+from harness.ect.reasons import ReasonCode
 
 __all__ = ["MAX_FEEDBACK_CHARS", "feedback_text", "in_scope", "instructions"]
 
 MAX_FEEDBACK_CHARS: Final = 8000
 _MAX_FINDINGS: Final = 40
 _MAX_IDS: Final = 24
+_ANSWER_CODES: Final = frozenset(
+    {ReasonCode.COVERAGE_ANSWER_SLOT, ReasonCode.REPLAY_ANSWER_MISMATCH}
+)
 
 
 def in_scope(rule: ScopeRule, receipt: Receipt) -> bool:
@@ -89,7 +93,8 @@ def feedback_text(
         lines.append(f"- {finding.code.value} at {finding.path}{detail}")
     if len(decision.findings) > _MAX_FINDINGS:
         lines.append(f"- ... {len(decision.findings) - _MAX_FINDINGS} more")
-    supported = {c.slot for c in decision.claims if c.passed}
+    # A claim refused only because the answer differs from it rests on good evidence.
+    supported = {c.slot for c in decision.claims if not set(c.codes) - _ANSWER_CODES}
     missing = [slot for slot in requirements.slots if slot.slot not in supported]
     if missing:
         lines.append("Evidence the contract asks for, per unsupported slot:")

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from harness.canonical import Domain, digest, ensure_finite
-from harness.ect.boundary import BoundaryError, check_json, decode
+from harness.ect.boundary import BoundaryError, check_json
 from harness.ect.model import (
     Certificate,
     Claim,
@@ -66,6 +66,10 @@ MAX_MODEL_INPUT_BYTES: Final = 1024 * 1024
 """The most bytes of claims (or of an answer) one submission may carry; more is a refusal."""
 
 _MAX_NOTE: Final = 200
+_KEPT_HEAD: Final = 4096
+# Built once: a decoder for a generic type is costly to set up on every call.
+_CLAIMS: Final = msgspec.json.Decoder(tuple[Claim, ...])
+_ANSWER: Final = msgspec.json.Decoder(dict[str, Any])
 
 ModelInput = str | bytes | Sequence[Any] | Mapping[str, Any] | None
 """What a model hands ``submit``: JSON text, or the value its framework already parsed."""
@@ -93,15 +97,15 @@ class RecordedCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 class Submission(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One ``submit``: what the model sent, the certificate built around it, the decision.
 
-    ``calls`` is how many recorded calls formed the ledger. ``claims``/``answer`` hold the model's
-    input as JSON when it was strict JSON within the size bound, else as a JSON string (cut at
-    the bound), so a refused submission re-verifies to the same refusal.
+    ``calls`` is how many recorded calls formed the ledger. ``claims``/``answer`` are the model's
+    input as text (its JSON, cut at the size bound when over it), so a refused submission
+    re-verifies to the same refusal.
     """
 
     index: int
     calls: int
-    claims: Any
-    answer: Any
+    claims: str
+    answer: str
     certificate: Certificate | None
     decision: Decision
     verdict: Verdict
@@ -155,15 +159,16 @@ def _one_line(e: BaseException) -> str:
 
 
 class _Input(msgspec.Struct, frozen=True, kw_only=True):
-    """A model input as bytes for the decoder, and the JSON value the record keeps."""
+    """A model input as bytes for the decoder (None when refused before decoding), and its
+    text as the record keeps it."""
 
     data: bytes | None
-    kept: Any
+    text: str
     problem: str | None
 
 
 def _model_input(value: ModelInput) -> _Input:
-    """Bound and normalise one model input; never raises."""
+    """Bound and normalise one model input; never raises. Nothing is parsed here."""
     if isinstance(value, str | bytes | bytearray):
         data = value.encode("utf-8", "replace") if isinstance(value, str) else bytes(value)
     else:
@@ -172,17 +177,17 @@ def _model_input(value: ModelInput) -> _Input:
             data = msgspec.json.encode(value)
         except (TypeError, ValueError, OverflowError, RecursionError) as e:
             text = repr(value)[:MAX_MODEL_INPUT_BYTES]
-            return _Input(data=None, kept=text, problem=f"not JSON: {_one_line(e)}")
+            return _Input(data=None, text=text, problem=f"not JSON: {_one_line(e)}")
+    # The text kept for a refused input never parses as JSON, so re-verification refuses it too.
     if len(data) > MAX_MODEL_INPUT_BYTES:
-        kept = data[:MAX_MODEL_INPUT_BYTES].decode("utf-8", "replace")
-        return _Input(data=None, kept=kept, problem=f"larger than {MAX_MODEL_INPUT_BYTES} bytes")
+        head = data[:_KEPT_HEAD].decode("utf-8", "replace")
+        text = f"[refused: {len(data)} bytes] {head}"
+        return _Input(data=None, text=text, problem=f"larger than {MAX_MODEL_INPUT_BYTES} bytes")
     try:
-        check_json(data, ReasonCode.ADAPTER_CERTIFICATE_MALFORMED)  # no duplicate key, no NaN
-        kept = msgspec.json.decode(data)
-    except (BoundaryError, msgspec.DecodeError, ValueError, RecursionError):
-        # Not strict JSON: kept as text, so the exported certificate is refused the same way.
-        kept = data.decode("utf-8", "replace")
-    return _Input(data=data, kept=kept, problem=None)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _Input(data=None, text=repr(data[:_KEPT_HEAD]), problem=f"not UTF-8: {e.reason}")
+    return _Input(data=data, text=text, problem=None)
 
 
 class EctSession:
@@ -228,6 +233,9 @@ class EctSession:
         self._calls: list[RecordedCall] = []
         self._receipts: list[Receipt] = []
         self._receipt_digests: list[str] = []
+        # The ledger and its digest as of the last record: a submit reads them, never rebuilds.
+        self._ledger = Ledger(task_id=descriptor.task_id, receipts=())
+        self._current_digest = digest(Domain.LEDGER, [])
         self._call_ids: set[str] = set()
         self._submissions: list[Submission] = []
         self._terminal: GateDecision | None = None
@@ -264,7 +272,7 @@ class EctSession:
     def ledger(self) -> Ledger:
         """The current ledger."""
         with self._lock:
-            return Ledger(task_id=self._descriptor.task_id, receipts=tuple(self._receipts))
+            return self._ledger
 
     def ledger_digest(self) -> str:
         """The current ledger's digest (what a certificate submitted now is bound to)."""
@@ -272,8 +280,8 @@ class EctSession:
             return self._ledger_digest()
 
     def _ledger_digest(self) -> str:
-        # Equal to harness.ect.ledger_digest(receipts), from the digests kept at record time.
-        return digest(Domain.LEDGER, sorted(self._receipt_digests))
+        # Equal to harness.ect.ledger_digest(receipts): computed at record time.
+        return self._current_digest
 
     def to_record(self) -> GateRecord:
         """Everything decided so far, as one JSON-serialisable record."""
@@ -307,9 +315,14 @@ class EctSession:
             recorded = self._extract(cid, tool_id, args, result)
             self._calls.append(recorded)
             self._receipts.extend(recorded.receipts)
-            self._receipt_digests.extend(
-                digest(Domain.RECEIPT, receipt) for receipt in recorded.receipts
-            )
+            if recorded.receipts:
+                self._receipt_digests.extend(
+                    digest(Domain.RECEIPT, receipt) for receipt in recorded.receipts
+                )
+                self._ledger = Ledger(
+                    task_id=self._descriptor.task_id, receipts=tuple(self._receipts)
+                )
+                self._current_digest = digest(Domain.LEDGER, sorted(self._receipt_digests))
             return recorded
 
     async def arecord_call(
@@ -365,11 +378,14 @@ class EctSession:
                 findings.append(Finding(code=code, path=what, got=given.problem))
                 continue
             try:
+                check_json(given.data, code)
                 if what == "claims":
-                    decoded_claims = decode(given.data, tuple[Claim, ...], code)
+                    decoded_claims = _CLAIMS.decode(given.data)
                 else:
-                    decoded_answer = decode(given.data, dict[str, Any], code)
+                    decoded_answer = _ANSWER.decode(given.data)
             except BoundaryError as e:
+                findings.append(Finding(code=code, path=what, got=_one_line(e)))
+            except (ValueError, RecursionError, msgspec.DecodeError) as e:
                 findings.append(Finding(code=code, path=what, got=_one_line(e)))
         certificate = (
             None
@@ -387,9 +403,12 @@ class EctSession:
                 decision=Verdict.CONTINUE, reason_codes=codes, findings=tuple(findings)
             )
         else:
-            ledger = Ledger(task_id=self._descriptor.task_id, receipts=tuple(self._receipts))
             decision = verify(
-                self._descriptor, self._requirements, ledger, certificate, answer=decoded_answer
+                self._descriptor,
+                self._requirements,
+                self._ledger,
+                certificate,
+                answer=decoded_answer,
             )
         verdict = decision.decision
         if verdict is not Verdict.COMPLETE:
@@ -400,8 +419,8 @@ class EctSession:
             Submission(
                 index=index,
                 calls=len(self._calls),
-                claims=claims_in.kept,
-                answer=answer_in.kept,
+                claims=claims_in.text,
+                answer=answer_in.text,
                 certificate=certificate,
                 decision=decision,
                 verdict=verdict,

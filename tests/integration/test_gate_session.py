@@ -101,6 +101,9 @@ def test_each_behaviour_gets_its_verdict_on_each_task(task_id: str, behaviour: B
             assert code in decision.feedback  # the reason reaches the model
             assert decision.answer is None
         assert decisions[-1].reason_codes[-1] == "GATE_REFUSAL_BUDGET_SPENT"
+        # Only a refusal for evidence names the evidence missing; a changed answer needs none.
+        asks = "Evidence the contract asks for" in decisions[0].feedback
+        assert asks is (behaviour != "altered_answer")
         assert "refusal budget is spent" in decisions[-1].feedback
     assert session.terminal == decisions[-1]
     checks = reverify(session.to_record())
@@ -161,6 +164,8 @@ def test_the_feedback_lists_receipts_already_in_scope() -> None:
         ("[" * 100_000 + "]" * 100_000, "{}", ("ADAPTER_CERTIFICATE_MALFORMED",)),
         ("[" + " " * MAX_MODEL_INPUT_BYTES + "]", "{}", ("ADAPTER_CERTIFICATE_MALFORMED",)),
         (b"\xff\xfe", b"{}", ("ADAPTER_CERTIFICATE_MALFORMED",)),
+        (b"[]", b'{"a": "\xff"}', ("ADAPTER_ANSWER_MALFORMED",)),
+        ("[]", "{}" + " " * MAX_MODEL_INPUT_BYTES, ("ADAPTER_ANSWER_MALFORMED",)),
     ],
     ids=[
         "claims-not-json",
@@ -177,6 +182,8 @@ def test_the_feedback_lists_receipts_already_in_scope() -> None:
         "claims-too-deep",
         "claims-too-large",
         "claims-not-utf8",
+        "answer-not-utf8-inside-json",
+        "answer-json-padded-over-the-bound",
     ],
 )
 def test_bad_model_input_is_a_readable_refusal(claims: Any, answer: Any, codes: tuple[str]) -> None:
