@@ -278,7 +278,8 @@ def ect_certified() -> Scorer:
         agrees = all(c.agrees for c in checks)
         certified: Any = None
         if record.submissions and record.submissions[-1].verdict is Verdict.COMPLETE:
-            certified = record.submissions[-1].answer
+            # A complete submission's answer text was strict JSON (it was decoded to verify).
+            certified = json.loads(record.submissions[-1].answer)
         try:
             completion = json.loads(state.output.completion)
         except ValueError:

@@ -1,7 +1,8 @@
 """The gate in Inspect AI, run for real and offline: ``inspect_ai.eval`` with ``mockllm/model``.
 
 The benchmark example task (twelve tasks, two per family) runs under each of the four scripted
-behaviours of ``gate_support``. The scripted model reads only its conversation (the receipts
+behaviours (``-T scripted=<behaviour>``: ``mockllm/model`` driven by
+``harness.examples.scripted``). The scripted model reads only its conversation (the receipts
 the evidence tools returned, the gate's refusals), as a model would. Each log alone re-verifies
 to the live decisions.
 """
@@ -9,11 +10,13 @@ to the live decisions.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_support import BEHAVIOURS, Behaviour, CallAction, Script, Seen, gate_tasks
+from gate_support import BEHAVIOURS, Behaviour, gate_tasks
 
 pytest.importorskip("inspect_ai")
 
@@ -21,9 +24,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import (
     ChatMessage,
-    ChatMessageAssistant,
     ChatMessageTool,
-    ChatMessageUser,
     GenerateConfig,
     ModelOutput,
     ModelUsage,
@@ -32,6 +33,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from harness.ect import Verdict
+from harness.errors import GateError
 from harness.examples.inspect_task import ect_benchmark
 from harness.integrations.inspect import RECORD_KEY, record_of, reverify_log
 
@@ -45,50 +47,13 @@ pytestmark = [
 ]
 
 
-def _scripted(behaviour: Behaviour) -> Any:
-    scripts = {task.question: Script(task, behaviour) for task, _ in gate_tasks()}
-
-    def next_output(
-        messages: list[ChatMessage],
-        tools: list[ToolInfo],
-        choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
-        question = next(m.text for m in messages if isinstance(m, ChatMessageUser))
-        script = scripts[question]
-        asked: dict[str, tuple[str, dict[str, Any]]] = {}
-        seen: list[Seen] = []
-        for m in messages:
-            if isinstance(m, ChatMessageAssistant):
-                for call in m.tool_calls or []:
-                    asked[call.id] = (call.function, dict(call.arguments))
-            elif isinstance(m, ChatMessageTool) and m.function != "submit" and m.error is None:
-                shown = json.loads(m.text)
-                tool_id, args = asked[str(m.tool_call_id)]
-                seen.append(Seen(shown["call_id"], tool_id, args, shown["result"]))
-        action = script.next(seen)
-        if isinstance(action, CallAction):
-            output = ModelOutput.for_tool_call("mockllm/model", action.tool_id, action.args)
-        else:
-            output = ModelOutput.for_tool_call(
-                "mockllm/model", "submit", {"claims": action.claims, "answer": action.answer}
-            )
-        # Usage given, so mockllm does not count tokens with tiktoken (whose encoding it would
-        # download on first use: there is no network here).
-        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-        return output
-
-    return next_output
-
-
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[Behaviour, EvalLog]:
     out: dict[Behaviour, EvalLog] = {}
     for behaviour in BEHAVIOURS:
-        model = get_model("mockllm/model", custom_outputs=_scripted(behaviour))
+        # The example task's own offline mode: mockllm/model with the behaviour's script.
         (log,) = inspect_eval(
-            ect_benchmark(worlds="00,01", max_refusals=MAX_REFUSALS),
-            model=model,
+            ect_benchmark(worlds="00,01", max_refusals=MAX_REFUSALS, scripted=behaviour),
             log_dir=str(tmp_path_factory.mktemp(behaviour)),
             display="none",
         )
@@ -216,3 +181,37 @@ def test_a_sample_without_a_contract_fails_with_one_line(tmp_path: Path) -> None
     assert log.status == "error"
     assert log.error is not None
     assert "sample one: no usable ect_contract" in log.error.message
+
+
+def test_an_unknown_scripted_behaviour_is_one_line() -> None:
+    with pytest.raises(GateError, match="scripted must be one of no_evidence, wrong_scope"):
+        ect_benchmark(scripted="clever")
+
+
+def test_inspect_eval_runs_the_example_offline_from_the_command_line(tmp_path: Path) -> None:
+    inspect = Path(sys.executable).with_name("inspect")
+    done = subprocess.run(
+        [
+            str(inspect),
+            "eval",
+            "harness/examples/inspect_task.py",
+            "-T",
+            "scripted=honest",
+            "-T",
+            "worlds=00",
+            "--log-dir",
+            str(tmp_path),
+            "--display",
+            "none",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (log_file,) = tmp_path.glob("*.eval")
+    checks = reverify_log(log_file)
+    assert len(checks) == 6
+    assert all(c[-1].verdict is Verdict.COMPLETE and c[-1].agrees for c in checks.values())
