@@ -190,6 +190,30 @@ def _model_input(value: ModelInput) -> _Input:
     return _Input(data=data, text=text, problem=None)
 
 
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def _check_plain(value: Any) -> None:
+    """Refuse a value that is not plain JSON data (a set, bytes, an object): its bytes, and so
+    its hashes, would not be the same from one run to the next.
+
+    Raises:
+        TypeError: naming the first such type.
+    """
+    if isinstance(value, _SCALARS):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"a {type(key).__name__} key is not JSON")
+            _check_plain(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_plain(item)
+    else:
+        raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
 class EctSession:
     """ECT as the stop condition of one agent run (see the module docstring).
 
@@ -341,6 +365,8 @@ class EctSession:
             )
         call = ToolResult(call_id=call_id, tool_id=tool_id, args=dict(args), result=result)
         try:
+            _check_plain(call.args)
+            _check_plain(result)
             receipts = receipts_of(self._descriptor.task_id, call, extractor(call))
         except Exception as e:  # noqa: BLE001 - an unreadable result is no evidence, never a crash
             note = f"result not read ({type(e).__name__}: {_one_line(e)})"

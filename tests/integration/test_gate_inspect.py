@@ -215,3 +215,45 @@ def test_inspect_eval_runs_the_example_offline_from_the_command_line(tmp_path: P
     checks = reverify_log(log_file)
     assert len(checks) == 6
     assert all(c[-1].verdict is Verdict.COMPLETE and c[-1].agrees for c in checks.values())
+
+
+def test_an_evidence_tool_whose_result_cannot_be_read_still_answers_the_model() -> None:
+    import asyncio
+
+    from inspect_ai.tool import ToolDef
+
+    from harness.gate import EctSession, catalog_sources
+    from harness.integrations.inspect import evidence_tool
+
+    task, _ = gate_tasks()[0]
+    session = EctSession(task.descriptor, task.requirements, catalog_sources())
+
+    async def odd(entity: str) -> Any:
+        """A tool whose result is no JSON.
+
+        Args:
+            entity: an id.
+        """
+        return {entity, "set"}
+
+    wrapped = evidence_tool(ToolDef(odd, name="get_metric"), session)
+    shown = json.loads(asyncio.run(wrapped.tool(entity="R1")))
+    assert shown["receipts"] == []
+    assert shown["note"].startswith("result not read")
+    assert "set" in shown["result"]
+    assert session.receipts == ()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("behaviour", BEHAVIOURS)
+def test_the_held_out_worlds_end_as_the_gate_decides(tmp_path: Path, behaviour: Behaviour) -> None:
+    (log,) = inspect_eval(
+        ect_benchmark(worlds="02,03,04,05,06,07", max_refusals=MAX_REFUSALS, scripted=behaviour),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    checks = reverify_log(Path(log.location))
+    assert len(checks) == 36
+    final = Verdict.COMPLETE if behaviour == "honest" else Verdict.STUCK
+    assert all(c[-1].verdict is final and all(x.agrees for x in c) for c in checks.values())

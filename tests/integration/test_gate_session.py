@@ -45,7 +45,7 @@ from harness.gate import (
 )
 from harness.tools.adapter import ToolCall, build_ledger
 from harness.tools.catalog import call_tool
-from harness.worlds import Task
+from harness.worlds import WORLD_IDS, Task, build_tasks, generate_world
 
 MAX_REFUSALS = 2
 
@@ -243,7 +243,15 @@ def test_an_unreadable_result_yields_no_receipt_and_a_note() -> None:
 
 
 @pytest.mark.parametrize(
-    "result", [{"status": "ok", "body": {"value": math.inf}}, object(), "text that is no object"]
+    "result",
+    [
+        {"status": "ok", "body": {"value": math.inf}},
+        object(),
+        {"status": "ok", "body": {"value": {1, 2}}},
+        {"status": "ok", 1: "a non-string key"},
+        b"bytes",
+        "text that is no object",
+    ],
 )
 def test_a_result_that_cannot_be_hashed_or_read_is_not_evidence(result: Any) -> None:
     task, _ = task_by_id(task_ids()[0])
@@ -393,3 +401,29 @@ def test_export_refuses_an_existing_directory(tmp_path: Path) -> None:
     session, _, _ = _run(task_ids()[0], "honest")
     with pytest.raises(ExportError, match="exists already"):
         export_record(session.to_record(), tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world_id", list(WORLD_IDS))
+def test_every_benchmark_task_gets_each_behaviours_verdict(world_id: str) -> None:
+    world = generate_world(world_id)
+    plain = world.to_plain()
+    for task in build_tasks(world):
+        for behaviour in BEHAVIOURS:
+            session = _session(task)
+            script = Script(task, behaviour)
+            seen: list[Seen] = []
+            verdicts: list[Verdict] = []
+            while not verdicts or verdicts[-1] is Verdict.CONTINUE:
+                action = script.next(seen)
+                if isinstance(action, CallAction):
+                    result = call_tool(plain, action.tool_id, action.args)
+                    recorded = session.record_call(action.tool_id, action.args, result)
+                    seen.append(Seen(recorded.call_id, action.tool_id, action.args, result))
+                else:
+                    verdicts.append(session.submit(action.claims, action.answer).verdict)
+            expected = (
+                [Verdict.COMPLETE] if behaviour == "honest" else [Verdict.CONTINUE, Verdict.STUCK]
+            )
+            assert verdicts == expected, (task.task_id, behaviour)
+            assert all(c.agrees for c in reverify(session.to_record()))
