@@ -427,3 +427,23 @@ def test_every_benchmark_task_gets_each_behaviours_verdict(world_id: str) -> Non
             )
             assert verdicts == expected, (task.task_id, behaviour)
             assert all(c.agrees for c in reverify(session.to_record()))
+
+
+def test_a_changed_record_no_longer_reverifies() -> None:
+    session, _, _ = _run(task_ids()[1], "honest")
+    record = session.to_record()
+    # A receipt's value changed after the fact: the ledger no longer hashes to what was bound.
+    call = next(c for c in record.calls if c.receipts and c.tool_id == "get_metric")
+    receipt = msgspec.structs.replace(call.receipts[0], value=call.receipts[0].value + 1)
+    changed_call = msgspec.structs.replace(call, receipts=(receipt, *call.receipts[1:]))
+    calls = tuple(changed_call if c is call else c for c in record.calls)
+    (check,) = reverify(msgspec.structs.replace(record, calls=calls))
+    assert not check.agrees
+    assert check.verdict is Verdict.CONTINUE  # the first refusal of a budget of two
+    assert "BINDING_LEDGER_DIGEST_MISMATCH" in check.reason_codes
+    # A recorded verdict changed after the fact.
+    (submission,) = record.submissions
+    flipped = msgspec.structs.replace(submission, verdict=Verdict.CONTINUE)
+    (check,) = reverify(msgspec.structs.replace(record, submissions=(flipped,)))
+    assert not check.agrees
+    assert check.verdict is Verdict.COMPLETE
