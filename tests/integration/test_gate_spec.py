@@ -222,3 +222,16 @@ def test_a_spec_value_without_scope_is_no_evidence() -> None:
     recorded = session.record_call("get_metric", {}, {"status": "ok", "body": {"value": 3}})
     assert recorded.receipts == ()
     assert recorded.note == "result not read (ValueError: no level for the value at /body/value)"
+
+
+def test_the_contract_file_schema_is_printed_and_describes_the_file() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    done = CliRunner().invoke(main, ["schema", "gate-contract"])
+    assert done.exit_code == 0, done.output
+    schema = json.loads(done.stdout)
+    contract = schema["$defs"]["GateContract"]
+    assert set(contract["required"]) == {"descriptor", "requirements", "tools"}
+    assert {"ExtractorSpec", "ValueRule", "ScopeFrom", "OkWhen"} <= set(schema["$defs"])
