@@ -7,7 +7,7 @@ the outcome and the session (for ``harness.gate.export_record``). With a real mo
     import asyncio
     from harness.worlds import build_tasks, generate_world
     task = build_tasks(generate_world("02"))[0]
-    outcome, session = asyncio.run(run_task(task, "gpt-5-mini"))
+    outcome, session = asyncio.run(run_task(task, "<a model name your provider serves>"))
 """
 
 from __future__ import annotations
