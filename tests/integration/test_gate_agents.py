@@ -19,13 +19,12 @@ from gate_support import BEHAVIOURS, Behaviour, CallAction, Script, Seen, gate_t
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunConfig
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from harness.ect import Verdict
-from harness.examples.agents_task import INSTRUCTIONS, benchmark_tools
-from harness.gate import EctSession, catalog_sources, reverify
-from harness.integrations.openai_agents import SUBMIT, EctAgentsGate, GateOutcome
+from harness.examples.agents_task import run_task
+from harness.gate import EctSession, reverify
+from harness.integrations.openai_agents import SUBMIT, GateOutcome
 from harness.worlds import Task
 
 MAX_REFUSALS = 2
@@ -72,18 +71,8 @@ def _responder(task: Task, behaviour: Behaviour) -> Any:
 def _run(
     task: Task, model: ScriptedModel, *, max_turns: int = 40
 ) -> tuple[GateOutcome, EctSession]:
-    session = EctSession(
-        task.descriptor, task.requirements, catalog_sources(), max_refusals=MAX_REFUSALS
-    )
-    base = Agent(
-        name="bench", instructions=INSTRUCTIONS, tools=benchmark_tools(task.world_id), model=model
-    )
-    outcome = asyncio.run(
-        EctAgentsGate(session).run(
-            base, task.question, max_turns=max_turns, run_config=RunConfig(tracing_disabled=True)
-        )
-    )
-    return outcome, session
+    # The example's own entry point: the catalog tools bound to the task's world, tracing off.
+    return asyncio.run(run_task(task, model, max_refusals=MAX_REFUSALS, max_turns=max_turns))
 
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
