@@ -42,11 +42,11 @@ def test_v2_show_prints_every_decision_of_a_recovering_ect_cell(run: Path) -> No
     assert "    c03.0  site R2.D1.S2 complaints @ 2024-03 = 1  [ok, validated]" in lines
     assert "  recovered 1 missing scope(s)" in lines
     # A rejected proposal with its reason codes, then the accepted one with its claims.
-    assert "  pipeline: continue (COVERAGE_NO_CLAIMS, COVERAGE_MISSING_SLOT; verifier)" in lines
+    assert "  pipeline: continue (SCOPE_ATTRIBUTE; verifier)" in lines
     assert '    claim value = 1 from [c03.0] via {"op":"identity"}' in lines
     assert "  pipeline: complete (no reason codes; verifier)" in lines
     assert "  gold judge: supported, answer correct" in lines
-    assert lines[-4].startswith("outcome: supported; terminal complete at decision 4; flags: ")
+    assert lines[-4].startswith("outcome: supported; terminal complete at decision 3; flags: ")
     assert "completed_after_recovery" in lines[-4]
     assert lines[-1].startswith("tokens ")
 
@@ -66,7 +66,7 @@ def test_v2_show_json_holds_receipts_certificate_and_outcome(run: Path) -> None:
     assert doc["row"]["cell_id"] == "w10-lookup.incomplete.ect.s1"
     assert doc["outcome"] == "supported"
     assert doc["flags"]["recovery_event"] is True
-    call = doc["decisions"][1]["call"]
+    call = doc["decisions"][0]["call"]
     assert call["receipts_rebuilt"] is True
     assert call["receipts"][0] == {
         "receipt_id": "c03.0",
@@ -108,7 +108,6 @@ def test_v2_cells_lists_and_filters(run: Path) -> None:
     code, out, _ = _invoke("v2", "cells", str(run), "--outcome", "recovery_event", "--json")
     doc = json.loads(out)
     assert [c["cell_id"] for c in doc["matching"]] == [
-        "w10-lookup.incomplete.controller.s1",
         "w10-lookup.incomplete.full_trace.s1",
         "w10-lookup.incomplete.ect.s1",
     ]
