@@ -16,6 +16,8 @@
   ``provider.response.v1``; blob bytes are also checked against their own address), the size
   recorded, and that the cell record binding the attempt binds its blobs;
 - each cell record's audit group against the ended attempts the record binds;
+- that every attempt is journaled exactly once: no request journaled twice by one session, no
+  attempt of an already committed cell bound again as orphaned;
 - the preflight reports kept as blobs (``harness.preflight_report``) and the preflight request
   (role ``preflight``: a real provider's model metadata), bound into the record after it;
 - the provider and model the store's genesis names, and failures by kind with the provider's
@@ -52,6 +54,7 @@ from harness.store import (
     BeginEntry,
     CellRecord,
     EndEntry,
+    SessionEntry,
     StoreView,
     read_blob,
     read_store,
@@ -253,6 +256,50 @@ def _bind(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -
         _check_group(record, attempts, problems)
 
 
+def _check_once(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -> None:
+    """Every provider attempt is journaled exactly once.
+
+    An attempt is named by the session that made it (the journal between two session entries:
+    a dead session's staged attempts are moved there on resume) and its cell, role, attempt
+    index and request hash; no name may appear twice. An attempt bound as orphaned belongs to
+    a cell no earlier record committed: a committed cell's attempts are bound with it, so the
+    same attempt bound again as orphaned was counted twice.
+    """
+    session = 0
+    named: dict[tuple[object, ...], int] = {}
+    for entry in view.journal:
+        if isinstance(entry, SessionEntry):
+            session += 1
+        elif isinstance(entry, BeginEntry):
+            intent = entry.attempt
+            name = (
+                session,
+                intent.get("cell_id"),
+                intent.get("role"),
+                intent.get("attempt_index"),
+                intent.get("request_hash"),
+            )
+            first = named.setdefault(name, entry.seq)
+            if first != entry.seq:
+                problems.append(
+                    f"attempt {entry.seq} ({intent.get('cell_id')} {intent.get('role')}) is "
+                    f"journaled twice: attempt {first} of the same session is the same request"
+                )
+    committed: set[object] = set()
+    for record in view.cells:
+        for ref in record.attempts:
+            attempt = attempts.get(ref.begin_seq)
+            cell = None if attempt is None else attempt.intent.get("cell_id")
+            if ref.orphaned and cell is not None and cell in committed:
+                problems.append(
+                    f"record {record.seq} binds attempt {ref.begin_seq} as orphaned, but its "
+                    f"cell {cell} was committed before: the attempt is counted twice"
+                )
+        cell_id = record.row.get("cell_id")
+        if cell_id is not None:
+            committed.add(cell_id)
+
+
 def _check_group(record: CellRecord, attempts: dict[int, _Attempt], problems: list[str]) -> None:
     """A record's audit group must be exactly the ended attempts its own session made."""
     mine = [
@@ -379,6 +426,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         problems.append(f"the store does not verify ({report.code}): {report.reason}")
     attempts = _journal(view, problems)
     _bind(view, attempts, problems)
+    _check_once(view, attempts, problems)
     bound_by_record = {record.seq: set(record.blobs) for record in view.cells}
     total = Tally()
     by_role: dict[str, Tally] = {}

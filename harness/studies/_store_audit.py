@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -104,16 +104,21 @@ class StoreAudit:
 
     ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
     after it; ``put`` stores raw bytes content-addressed. With a breaker, every ended attempt is
-    shown to it, and once it has tripped no further attempt is begun.
+    shown to it, and once it has tripped no further attempt is begun. Staged (``rows``: each
+    cell's schedule row), attempts go to ``staging.log`` under their cell's row until it commits.
     """
 
     def __init__(
-        self, store: RunStore, breaker: Breaker | None = None, *, staged: bool = False
+        self,
+        store: RunStore,
+        breaker: Breaker | None = None,
+        *,
+        rows: Mapping[str, int] | None = None,
     ) -> None:
         self._store = store
         self._open: dict[tuple[str, str, int, str], int] = {}
         self._breaker = breaker
-        self._staged = staged
+        self._rows = rows
         self._cells: dict[str, list[int]] = {}
         self.seconds = 0.0
 
@@ -137,8 +142,8 @@ class StoreAudit:
         key = self._key(intent)
         if key in self._open:
             raise ValueError(f"attempt {key} begun twice")
-        if self._staged:
-            self._open[key] = self._store.stage_begin(intent)
+        if self._rows is not None:
+            self._open[key] = self._store.stage_begin(intent, row=self._rows[intent.cell_id])
             self._cells.setdefault(intent.cell_id, []).append(self._open[key])
         else:
             self._open[key] = self._store.journal_begin(intent)
@@ -151,7 +156,7 @@ class StoreAudit:
         if begun is None:
             raise ValueError(f"attempt {self._key(record)} ended without a begin")
         blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        if self._staged:
+        if self._rows is not None:
             self._store.stage_end(begun, record, blobs=blobs)
         else:
             self._store.journal_end(begun, record, blobs=blobs)

@@ -203,7 +203,8 @@ async def _cells(
     """
     # With more than one cell in flight, attempts are staged (fsynced in staging.log) and
     # journaled when their cell commits: the journal and the chain are a sequential run's.
-    audit_sink = StoreAudit(store, breaker, staged=max_cells > 1)
+    rows = {row.cell_id: index for index, row in enumerate(inputs.rows)}
+    audit_sink = StoreAudit(store, breaker, rows=rows if max_cells > 1 else None)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
     ready: dict[int, CellRun] = {}
     state = {"next": store.next_row_index, "running": 0}
