@@ -467,6 +467,7 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
             )
         if record.usage.output_tokens is not None and record.usage.output_tokens < 0:
             problems.append(f"attempt {attempt.begin_seq}: negative token count")
+    problems.extend(_check_prices(view, attempts))
     outage = _outage_cells(view)
     if report.finalized and outage:
         problems.append(
@@ -532,6 +533,33 @@ def _outage_cells(view: StoreView) -> list[str]:
         ):
             found.append(str(record.row.get("cell_id", f"row {record.row_index}")))
     return found
+
+
+def _check_prices(view: StoreView, attempts: dict[int, _Attempt]) -> list[str]:
+    """Every priced attempt of a store whose genesis records the user's prices used them."""
+    genesis = view.genesis
+    plain = None if genesis is None else genesis.identity.get("provider")
+    given = plain.get("price") if isinstance(plain, dict) else None
+    if given is None:
+        return []
+    try:
+        price = msgspec.convert(given, PriceTable)
+    except msgspec.ValidationError as e:
+        return [f"the genesis price table is not one: {e}"]
+    wrong = [
+        a.begin_seq
+        for a in attempts.values()
+        if a.record is not None
+        and not a.record.simulated
+        and a.record.provider.value != "plugin"
+        and a.record.price != price
+    ]
+    if not wrong:
+        return []
+    return [
+        f"{len(wrong)} attempt(s) were priced with another table than the genesis records "
+        f"(first: attempt {wrong[0]})"
+    ]
 
 
 def _provider_of(view: StoreView, providers: set[str]) -> str:
@@ -633,8 +661,16 @@ def render_audit(report: AuditReport) -> str:
             f"{cost.attempts} attempts, {cost.cost_usd:.6f} {p.currency}"
         )
     unknown = report.total.cost_unknown
-    if unknown:
-        out.append(f"cost unknown for {unknown} attempt(s) (no token counts); counted as 0")
+    unpriced = sum(c.attempts for c in report.prices if not c.price.priced)
+    if unpriced:
+        out.append(
+            f"cost unknown: no price table for this endpoint ({unpriced} attempt(s); run with "
+            "--price-input USD --price-output USD to record one); the cost column counts them as 0"
+        )
+    if unknown - unpriced > 0:
+        out.append(
+            f"cost unknown for {unknown - unpriced} attempt(s) (no token counts); counted as 0"
+        )
     out.append(
         f"hashes: {report.hashes_checked} request/response hashes checked against "
         f"{report.blobs_checked} blobs"

@@ -179,7 +179,8 @@ class _Main(click.Group):
             # line, the conventional exit code, no traceback.
             _interrupted(ctx)
         except HarnessError as e:
-            click.echo(f"error: {e}", err=True)
+            # A "no" at the cost question is an answer, not a failure: said plainly, exit 0.
+            click.echo(f"error: {e}" if e.exit_code else str(e), err=True)
             ctx.exit(e.exit_code)
         except BaseExceptionGroup as group:
             # trio wraps a task's failure in a group; an expected failure inside it is still

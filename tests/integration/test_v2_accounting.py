@@ -7,9 +7,10 @@ N cells are in flight - Ctrl-C (SIGINT), the server gone, the key revoked (403 o
 - then resumed to the end. The endpoint counts every request it received and every reply it
 delivered in full with the tokens it reported; ``harness audit`` of the finished store must give
 the same numbers: attempts (every one the endpoint read; with the server gone, the others all
-failed with no response byte), succeeded attempts, token sums and cost (the recorded price
-applied to the endpoint's tokens), and pass. Before the fix, a resume
-after a stop at N > 1 journaled the committed cells' staged attempts a second time.
+failed with no response byte), succeeded attempts, token sums and cost (the prices given with
+``--price-input``/``--price-output``, recorded in the genesis, applied to the endpoint's tokens),
+and pass. Before the fix, a resume after a stop at N > 1 journaled the committed cells' staged
+attempts a second time.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 from v2_support import config
 
@@ -99,6 +101,7 @@ def test_audit_counts_what_the_endpoint_received_after_a_stop_and_resume(
             "v2", "run", "--store", str(store), "--lock", str(lock),
             "--provider", "gemini", "--provider-base-url", fake.base_url,
             "--credential-env", KEY_ENV, "--limit", str(CELLS), "--max-cells", str(n),
+            "--price-input", "0.3", "--price-output", "2.5",
         )  # fmt: skip
         _wait("three cells committed", lambda: _records(store) >= 4, run)
         if stop == "key-revoked":
@@ -155,6 +158,10 @@ def test_audit_counts_what_the_endpoint_received_after_a_stop_and_resume(
     assert total.thought_tokens == served.thought_tokens
     (line,) = report.prices
     price = line.price
+    genesis = view.genesis
+    assert genesis is not None
+    assert genesis.identity["provider"]["price"] == msgspec.to_builtins(price)
+    assert (price.input_per_million, price.output_per_million) == (0.3, 2.5)
     cost = (
         served.prompt_tokens * price.input_per_million
         + (served.output_tokens + served.thought_tokens) * price.output_per_million

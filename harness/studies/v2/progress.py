@@ -44,10 +44,18 @@ class Progress:
         done: cells already committed when this session started.
         live: redraw one line in place (a terminal) instead of writing periodic lines.
         every: with ``live`` off, write a line every this many cells.
+        priced: the run has a price table; without one the cost shows as unknown, never $0.
     """
 
     def __init__(
-        self, stream: TextIO, *, total: int, done: int, live: bool, every: int = 48
+        self,
+        stream: TextIO,
+        *,
+        total: int,
+        done: int,
+        live: bool,
+        every: int = 48,
+        priced: bool = True,
     ) -> None:
         self._stream = stream
         self._total = total
@@ -55,6 +63,7 @@ class Progress:
         self._start_done = done
         self._live = live
         self._every = max(1, every)
+        self._priced = priced
         self._started = time.monotonic()
         self.provider_calls = 0
         self.tokens = 0
@@ -69,11 +78,12 @@ class Progress:
         session = self._done - self._start_done
         elapsed = time.monotonic() - self._started
         eta = _clock(elapsed / session * (self._total - self._done)) if session else "?"
+        cost = f"${self.cost_usd:.4f}" if self._priced else "unknown"
         return (
             f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} cells"
             f" | {self._current or '-'} | provider calls {self.provider_calls}"
             f" | failed {self.failed}{f' (streak {self.streak})' if self.streak else ''}"
-            f" | tokens {_tokens(self.tokens)} | cost ${self.cost_usd:.4f}"
+            f" | tokens {_tokens(self.tokens)} | cost {cost}"
             f" | elapsed {_clock(elapsed)} | ETA {eta}"
         )
 
