@@ -19,7 +19,7 @@ from typing import Protocol
 
 from harness.errors import BreakerTrippedError, ProviderOutageError, RunStoppedError
 from harness.providers.audit import AttemptIntent, AttemptRecord
-from harness.providers.kinds import AttemptStatus, infrastructure_cause
+from harness.providers.kinds import AttemptStatus, FailureKind, infrastructure_cause
 from harness.providers.selection import ProviderSelection, credential_option
 from harness.store import RunStore
 
@@ -65,7 +65,8 @@ class Breaker:
     Attributes:
         limit: consecutive infrastructure failures that stop the run (the frozen config's K).
         streak: the current run of consecutive infrastructure failures.
-        failed: attempts of this session that did not succeed (any reason).
+        failed: attempts of this session that did not succeed, except those the run itself
+            cancelled (a stop, a dropped cell).
         tripped: why the breaker stopped the run, or None.
     """
 
@@ -79,7 +80,11 @@ class Breaker:
 
     def observe(self, record: AttemptRecord) -> None:
         """Count one ended attempt."""
-        if record.status is not AttemptStatus.SUCCEEDED:
+        if (
+            record.status is not AttemptStatus.SUCCEEDED
+            and record.failure_kind is not FailureKind.CANCELLED
+        ):
+            # A call the run itself cancelled (Ctrl-C, a dropped cell) did not fail.
             self.failed += 1
         cause = infrastructure_cause(record.failure_kind)
         if cause is not None:

@@ -318,3 +318,54 @@ def test_audit_redacted_marker_and_digests_are_not_credentials(tmp_path: Path) -
     with RunStore.create(root, LOCK, ROWS) as w:
         _commit(w, [_attempt(w, cell="c0", response=msgspec.json.encode(payload))])
     assert audit_store(root).ok
+
+
+def _journal_again(writer: RunStore, record: AttemptRecord) -> None:
+    """Journal ``record``'s attempt a second time, the way a resume re-bound a committed
+    cell's staged attempts before each attempt was journaled once."""
+    key = writer.journal_begin(record.intent())
+    blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
+    writer.journal_end(key, record, blobs=blobs)
+
+
+def test_an_attempt_journaled_twice_fails_the_audit(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        first = _attempt(w, cell="c0")
+        _commit(w, [first])
+        _journal_again(w, first)  # the same session journals the same request again
+        _commit(w, [_attempt(w, cell="c1")])
+    report = audit_store(root)
+    assert not report.ok
+    assert any("is journaled twice" in p for p in report.problems), report.problems
+
+
+def test_a_committed_cells_attempt_bound_again_as_orphaned_fails_the_audit(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        first = _attempt(w, cell="c0")
+        _commit(w, [first])
+    resumed = RunStore.open_for_resume(root, LOCK, ROWS)
+    with resumed.writer as w:
+        # A new session: the request is not journaled twice within one session, but its cell
+        # was committed, so binding it as orphaned counts it a second time.
+        _journal_again(w, first)
+        w.close()
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1")])
+    report = audit_store(root)
+    assert any("was committed before: the attempt is counted twice" in p for p in report.problems)
+
+
+def test_a_resumed_cells_own_orphans_pass_the_audit(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        _commit(w, [_attempt(w, cell="c0")])
+        _attempt(w, cell="c1")  # journaled, its cell never committed: the writer dies
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1")])  # the same request again, in a new session
+    report = audit_store(root)
+    assert report.problems == ()
+    assert len(report.orphaned) == 1

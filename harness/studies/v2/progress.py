@@ -15,6 +15,8 @@ import shutil
 import time
 from typing import Final, TextIO
 
+from harness.log import before_log_line
+
 __all__ = ["Progress"]
 
 _BAR: Final = 24
@@ -72,6 +74,16 @@ class Progress:
         self.streak = 0
         self._current = ""
         self._written = -1
+        self._drawn = False  # a live line is on the terminal, not ended by a newline
+        if live:
+            before_log_line(self._end_line)
+
+    def _end_line(self) -> None:
+        """End the live line before a log line is written under it."""
+        if self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._drawn = False
 
     def _line(self) -> str:
         filled = _BAR * self._done // max(1, self._total)
@@ -95,6 +107,7 @@ class Progress:
             if len(line) > width:
                 line = line[: width - 3] + "..."
             self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
+            self._drawn = not final
         else:
             self._stream.write(self._line() + "\n")
         self._stream.flush()
@@ -126,3 +139,5 @@ class Progress:
         self._current = "stopped" if self._done < self._total else "done"
         if self._live or self._written != self._done:
             self._write(final=True)
+        if self._live:
+            before_log_line(None)
