@@ -64,6 +64,7 @@ __all__ = [
     "probe_provider",
     "provider_identity",
     "provider_options",
+    "refuse_contradicting_flags",
     "resume_provider_options",
     "run_price",
     "select_provider",
@@ -444,17 +445,13 @@ class ProviderFlags(msgspec.Struct, frozen=True, kw_only=True):
     price_output: float | None = None
 
 
-def selection_for_resume(
-    flags: ProviderFlags, stored: ProviderIdentity, config: GenerationConfig, store: str
-) -> ProviderSelection:
-    """The selection that continues a store of identity ``stored``.
-
-    With no provider flags the store's own selection is used; only the credential source is
-    taken from the flags (it is never stored). A flag that contradicts the store is refused.
+def refuse_contradicting_flags(flags: ProviderFlags, stored: ProviderIdentity, store: str) -> None:
+    """Refuse a resume flag that contradicts the store's identity (provider, model, endpoint,
+    planner plug-in, prices); the credential options are not checked here. A finalized store's
+    resume refuses the same flags a partial one does.
 
     Raises:
-        ProviderSelectionError: one line naming the store's value and the contradicting one,
-            or the credential option a gemini store needs.
+        ProviderSelectionError: one line naming the store's value and the contradicting one.
     """
     if flags.provider is not None and flags.provider != stored.provider.value:
         raise ProviderSelectionError(
@@ -501,6 +498,28 @@ def selection_for_resume(
                 f"--price-output {flags.price_output} contradicts it (the prices are in its "
                 "genesis)"
             )
+    if flags.base_url is not None and stored.provider is not ProviderName.SIMULATED:
+        given = check_base_url(flags.base_url)
+        if given != stored.endpoint:
+            raise ProviderSelectionError(
+                f"store {store} was run against endpoint {stored.endpoint}; "
+                f"--provider-base-url {given} contradicts it"
+            )
+
+
+def selection_for_resume(
+    flags: ProviderFlags, stored: ProviderIdentity, config: GenerationConfig, store: str
+) -> ProviderSelection:
+    """The selection that continues a store of identity ``stored``.
+
+    With no provider flags the store's own selection is used; only the credential source is
+    taken from the flags (it is never stored). A flag that contradicts the store is refused.
+
+    Raises:
+        ProviderSelectionError: one line naming the store's value and the contradicting one,
+            or the credential option a gemini store needs.
+    """
+    refuse_contradicting_flags(flags, stored, store)
     plugin = None
     if stored.planner is not None:
         plugin = resolve_plugin(stored.planner.spec)
@@ -511,11 +530,6 @@ def selection_for_resume(
                 "plug-in is a different study: start a new store)"
             )
     if stored.provider is ProviderName.OPENAI:
-        if flags.base_url is not None and check_base_url(flags.base_url) != stored.endpoint:
-            raise ProviderSelectionError(
-                f"store {store} was run against endpoint {stored.endpoint}; "
-                f"--provider-base-url {flags.base_url} contradicts it"
-            )
         keyless = stored.credential == "none"
         sources = (flags.credential_file is not None) + (flags.credential_env is not None)
         if keyless and (sources or not flags.no_credential):
@@ -528,19 +542,13 @@ def selection_for_resume(
                 f"store {store} was run with {stored.describe()}; resume it with exactly one of "
                 "--credential-file PATH or --credential-env NAME (the key is never stored)"
             )
-    if stored.provider is ProviderName.GEMINI:
-        if flags.base_url is not None:
-            given = check_base_url(flags.base_url)
-            if given != stored.endpoint:
-                raise ProviderSelectionError(
-                    f"store {store} was run against endpoint {stored.endpoint}; "
-                    f"--provider-base-url {given} contradicts it"
-                )
-        if (flags.credential_file is None) == (flags.credential_env is None):
-            raise ProviderSelectionError(
-                f"store {store} was run with {stored.describe()}; resume it with exactly one of "
-                "--credential-file PATH or --credential-env NAME (the key is never stored)"
-            )
+    if stored.provider is ProviderName.GEMINI and (
+        (flags.credential_file is None) == (flags.credential_env is None)
+    ):
+        raise ProviderSelectionError(
+            f"store {store} was run with {stored.describe()}; resume it with exactly one of "
+            "--credential-file PATH or --credential-env NAME (the key is never stored)"
+        )
     selection = select_provider(
         stored.provider.value,
         credential_file=flags.credential_file,

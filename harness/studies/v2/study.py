@@ -62,6 +62,7 @@ from harness.providers.selection import (
     open_provider,
     probe_provider,
     provider_identity,
+    refuse_contradicting_flags,
     run_price,
     select_from_flags,
     selection_for_resume,
@@ -322,6 +323,12 @@ def execute(
         # nothing recorded): StoreNotFoundError, before preflight.
         done = _finalized(store_dir)
         if done is not None:
+            # Nothing to run, but a flag that contradicts the store is refused as on a
+            # partial store (a typo must not pass silently because the store is sealed).
+            stored = stored_identity(read_store(store_dir))
+            flags = selection if isinstance(selection, ProviderFlags) else _flags_of(selection)
+            if stored is not None:
+                refuse_contradicting_flags(flags, stored, str(store_dir))
             return done
     if isinstance(selection, ProviderFlags):
         selection = (
