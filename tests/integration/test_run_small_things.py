@@ -78,3 +78,25 @@ def test_a_key_file_others_can_read_is_warned_about(
         assert event["mode"] == oct(mode)
         assert event["fix"] == "chmod 600 gemini.key"
         assert str(tmp_path) not in str(event)  # the file by its name only
+
+
+def test_pacing_is_written_in_run_log_and_never_in_the_chain(tmp_path: Path) -> None:
+    from harness.lock import project_root, write_lock
+
+    lock = tmp_path / "study-lock.json"
+    write_lock(lock, project_root())
+    chains = {}
+    for name, extra in (("free", []), ("paced", ["--max-rpm", "600", "--max-tpm", "1000000"])):
+        store = tmp_path / name
+        result = CliRunner().invoke(
+            main,
+            ["-q", "v2", "run", "--store", str(store), "--lock", str(lock), "--limit", "2", *extra],
+        )
+        assert result.exit_code == 0, result.output
+        chains[name] = [(store / f).read_bytes() for f in ("records.log", "journal.log", "HEAD")]
+        log = [msgspec.json.decode(line) for line in (store / "run.log").read_bytes().splitlines()]
+        if extra:
+            assert (log[0]["max_rpm"], log[0]["max_tpm"]) == (600, 1_000_000)
+        else:
+            assert "max_rpm" not in log[0]
+    assert chains["paced"] == chains["free"]
