@@ -100,3 +100,30 @@ def test_pacing_is_written_in_run_log_and_never_in_the_chain(tmp_path: Path) -> 
         else:
             assert "max_rpm" not in log[0]
     assert chains["paced"] == chains["free"]
+
+
+def test_run_on_a_partial_store_names_the_resume_command_with_its_credential(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("google.genai")
+    from harness.lock import project_root, write_lock
+    from harness.resources import data_path
+    from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config
+    from harness.studies.v2.schedule import build_rows
+
+    lock = tmp_path / "study-lock.json"
+    write_lock(lock, project_root())
+    config, _ = load_config(data_path(DEFAULT_CONFIG_PATH))
+    rows = [msgspec.to_builtins(row) for row in build_rows(config)]
+    store = tmp_path / "partial"
+    RunStore.create(store, lock.read_bytes(), rows).close()
+    key = tmp_path / "gemini.key"
+    result = CliRunner().invoke(
+        main,
+        ["v2", "run", "--store", str(store), "--lock", str(lock), "--provider", "gemini",
+         "--credential-file", str(key)],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith(
+        f"continue it with `harness v2 resume {store} --lock {lock} --credential-file {key}`"
+    )

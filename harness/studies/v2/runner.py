@@ -38,6 +38,7 @@ sandbox backend.
 
 from __future__ import annotations
 
+import shlex
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -371,12 +372,12 @@ def existing_cells(root: Path) -> int | None:
         return None
 
 
-def refuse_existing(root: Path, resume_hint: str = "") -> None:
+def refuse_existing(root: Path, again: str = "") -> None:
     """``v2 run`` never writes into an existing store or a directory holding anything else.
 
     Args:
         root: the ``--store`` directory.
-        resume_hint: options to append to the suggested resume command (the credential).
+        again: the exact command that continues it (credential and lock options included).
 
     Raises:
         StoreHasCellsError: a store exists at ``root`` (finalized: see its report; else resume).
@@ -396,7 +397,7 @@ def refuse_existing(root: Path, resume_hint: str = "") -> None:
             f"{root} already holds a finalized run store ({report.cells} cells, manifest "
             f"{report.manifest_digest}); see its results with `harness v2 report {root}`"
         )
-    command = " ".join(part for part in ("harness v2 resume", str(root), resume_hint) if part)
+    command = again or f"harness v2 resume {shlex.quote(str(root))}"
     raise StoreHasCellsError(
         f"{root} already holds a run store with {report.cells} committed cells; "
         f"continue it with `{command}`"

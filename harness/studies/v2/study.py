@@ -58,7 +58,6 @@ from harness.providers.selection import (
     ProviderFlags,
     ProviderIdentity,
     ProviderSelection,
-    credential_option,
     open_provider,
     probe_provider,
     provider_identity,
@@ -347,7 +346,7 @@ def execute(
     if label is not None:
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
-        refuse_existing(store_dir, credential_option(selection))
+        refuse_existing(store_dir, resume_command(store_dir, selection, lock_path))
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
         stream.write(label.describe() + "\n")
