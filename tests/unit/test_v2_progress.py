@@ -82,3 +82,20 @@ def test_an_unpriced_run_shows_cost_unknown_never_zero() -> None:
     progress.finish(provider_calls=2, tokens=1000, cost_usd=0.0)
     assert "cost unknown" in stream.getvalue()
     assert "$0.0000" not in stream.getvalue()
+
+
+def test_a_python_warning_ends_the_live_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    shown: list[str] = []
+    monkeypatch.setattr(
+        warnings, "showwarning", lambda message, *_a, **_k: shown.append(str(message))
+    )
+    stream = io.StringIO()
+    progress = Progress(stream, total=10, done=0, live=True)
+    progress.start("w01-lookup.clean.ect.s1")
+    warnings.showwarning("an SDK says something", UserWarning, "sdk.py", 1)
+    assert stream.getvalue().endswith("\n")  # the live line ended before the warning
+    assert shown == ["an SDK says something"]
+    progress.close()
+    assert warnings.showwarning != progress._warning  # restored with the line

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Final, TextIO
+import warnings
+from typing import Any, Final, TextIO
 
 from harness.log import before_log_line
 
@@ -75,8 +76,15 @@ class Progress:
         self._current = ""
         self._written = -1
         self._drawn = False  # a live line is on the terminal, not ended by a newline
+        self._show_warning = warnings.showwarning
         if live:
+            # Log lines and Python warnings (an SDK's) end the live line before they print.
             before_log_line(self._end_line)
+            warnings.showwarning = self._warning
+
+    def _warning(self, *args: Any, **kwargs: Any) -> None:
+        self._end_line()
+        self._show_warning(*args, **kwargs)
 
     def _end_line(self) -> None:
         """End the live line before a log line is written under it."""
@@ -141,3 +149,4 @@ class Progress:
             self._write(final=True)
         if self._live:
             before_log_line(None)
+            warnings.showwarning = self._show_warning
