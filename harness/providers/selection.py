@@ -35,7 +35,12 @@ import msgspec
 from harness.errors import ProviderSelectionError
 from harness.extras import require_extra
 from harness.providers.audit import AttemptRecord, Audit
-from harness.providers.config import GenerationConfig, PriceTable, config_digest
+from harness.providers.config import (
+    GenerationConfig,
+    PriceTable,
+    config_digest,
+    default_generation_config,
+)
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import (
     OPENAI_BASE_URL,
@@ -163,7 +168,10 @@ def _given_price(
     for flag, value in (("--price-input", price_input), ("--price-output", price_output)):
         if not math.isfinite(value) or value < 0:
             raise ProviderSelectionError(f"{flag} must be a price >= 0 in USD, not {value}")
-    return PriceTable.given(model or "gemini", price_input, price_output)
+    # Gemini's model is the frozen config's; an OpenAI-compatible endpoint's is --model.
+    return PriceTable.given(
+        model or default_generation_config().gemini.model, price_input, price_output
+    )
 
 
 def run_price(selection: ProviderSelection, config: GenerationConfig) -> PriceTable | None:

@@ -93,7 +93,7 @@ def test_price_flags_land_in_the_selection_and_the_identity() -> None:
         "gemini", credential_file=None, credential_env="K", base_url="http://127.0.0.1:9",
         price_input=0.5, price_output=4.0,
     )  # fmt: skip
-    assert run_price(given, config) == PriceTable.given("gemini", 0.5, 4.0)
+    assert run_price(given, config) == PriceTable.given(config.gemini.model, 0.5, 4.0)
     identity = provider_identity(given, config)
     assert identity.price == given.price
     same = selection_for_resume(_flags(price_input=0.5, price_output=4.0), identity, config, "s")
