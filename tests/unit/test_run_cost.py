@@ -193,3 +193,47 @@ def test_pacing_of_nothing_is_no_pacing() -> None:
     assert not Pacing().active
     with pytest.raises(ValueError, match="at least 1"):
         Pacing(max_rpm=0)
+
+
+def test_the_question_is_asked_only_on_a_terminal_and_ctrl_c_there_is_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import click
+
+    from harness.studies._run_cli import confirm
+
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    assert confirm(assume_yes=False) is None  # a pipe or CI: no question
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert confirm(assume_yes=True) is None  # --yes
+    ask = confirm(assume_yes=False)
+    assert ask is not None
+    monkeypatch.setattr(click, "confirm", lambda *_a, **_k: False)
+    assert ask(["planned: ..."]) is False
+
+    def interrupted(*_a: object, **_k: object) -> bool:
+        raise click.Abort
+
+    monkeypatch.setattr(click, "confirm", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ask(["planned: ..."])
+
+
+def test_a_no_is_said_plainly_with_exit_0() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.errors import RunDeclinedError
+
+    @main.command("declined-for-test", hidden=True)
+    def declined() -> None:
+        raise RunDeclinedError("declined at the cost estimate; nothing was written")
+
+    try:
+        result = CliRunner().invoke(main, ["declined-for-test"])
+    finally:
+        main.commands.pop("declined-for-test")
+    assert result.exit_code == 0
+    assert result.stderr == "declined at the cost estimate; nothing was written\n"
