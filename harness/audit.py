@@ -16,8 +16,8 @@
   ``provider.response.v1``; blob bytes are also checked against their own address), the size
   recorded, and that the cell record binding the attempt binds its blobs;
 - each cell record's audit group against the ended attempts the record binds;
-- that every attempt is journaled exactly once: no request journaled twice by one session, no
-  attempt of an already committed cell bound again as orphaned;
+- that every attempt is journaled exactly once: no attempt of an already committed cell bound
+  again as orphaned, no orphaned attempt a byte-for-byte copy of another of its session;
 - the preflight reports kept as blobs (``harness.preflight_report``) and the preflight request
   (role ``preflight``: a real provider's model metadata), bound into the record after it;
 - the provider and model the store's genesis names, and failures by kind with the provider's
@@ -259,37 +259,42 @@ def _bind(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -
 def _check_once(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -> None:
     """Every provider attempt is journaled exactly once.
 
-    An attempt is named by the session that made it (the journal between two session entries:
-    a dead session's staged attempts are moved there on resume) and its cell, role, attempt
-    index and request hash; no name may appear twice. An attempt bound as orphaned belongs to
-    a cell no earlier record committed: a committed cell's attempts are bound with it, so the
-    same attempt bound again as orphaned was counted twice.
+    A resume binds as orphaned only what a dead session left of cells it did not commit, so:
+
+    - an attempt bound as orphaned belongs to a cell no earlier record committed (a committed
+      cell's attempts are bound with it: the same attempt bound again was counted twice);
+    - an attempt bound as orphaned is not a copy of another attempt of the same session (the
+      journal between two session entries, where a dead session's staged attempts are moved):
+      the same request, begun and ended byte for byte alike, latency and reply included. The
+      simulated provider is left out of this one: its replies and latency (0) are the same for
+      the same request, which a cell may send twice.
     """
     session = 0
-    named: dict[tuple[object, ...], int] = {}
+    seen: dict[tuple[int, bytes], int] = {}
     for entry in view.journal:
         if isinstance(entry, SessionEntry):
             session += 1
-        elif isinstance(entry, BeginEntry):
-            intent = entry.attempt
-            name = (
-                session,
-                intent.get("cell_id"),
-                intent.get("role"),
-                intent.get("attempt_index"),
-                intent.get("request_hash"),
+            continue
+        if not isinstance(entry, BeginEntry):
+            continue
+        attempt = attempts.get(entry.seq)
+        if attempt is None or attempt.end is None or attempt.record is None:
+            continue
+        if attempt.record.simulated:
+            continue
+        body = canonical_bytes(entry.attempt) + b"\n" + canonical_bytes(attempt.end.outcome)
+        first = seen.setdefault((session, body), entry.seq)
+        if first != entry.seq and attempt.state == "orphaned":
+            problems.append(
+                f"attempt {entry.seq} ({attempt.record.cell_id} {attempt.record.role.value}) "
+                f"is journaled twice: it is attempt {first} of the same session, bound again "
+                "as orphaned"
             )
-            first = named.setdefault(name, entry.seq)
-            if first != entry.seq:
-                problems.append(
-                    f"attempt {entry.seq} ({intent.get('cell_id')} {intent.get('role')}) is "
-                    f"journaled twice: attempt {first} of the same session is the same request"
-                )
     committed: set[object] = set()
     for record in view.cells:
         for ref in record.attempts:
-            attempt = attempts.get(ref.begin_seq)
-            cell = None if attempt is None else attempt.intent.get("cell_id")
+            found = attempts.get(ref.begin_seq)
+            cell = None if found is None else found.intent.get("cell_id")
             if ref.orphaned and cell is not None and cell in committed:
                 problems.append(
                     f"record {record.seq} binds attempt {ref.begin_seq} as orphaned, but its "

@@ -328,16 +328,29 @@ def _journal_again(writer: RunStore, record: AttemptRecord) -> None:
     writer.journal_end(key, record, blobs=blobs)
 
 
-def test_an_attempt_journaled_twice_fails_the_audit(tmp_path: Path) -> None:
+def test_an_orphan_copied_within_its_session_fails_the_audit(tmp_path: Path) -> None:
     root = tmp_path / "run"
     with RunStore.create(root, LOCK, ROWS) as w:
-        first = _attempt(w, cell="c0")
-        _commit(w, [first])
-        _journal_again(w, first)  # the same session journals the same request again
-        _commit(w, [_attempt(w, cell="c1")])
+        _commit(w, [_attempt(w, cell="c0")])
+        in_flight = _attempt(w, cell="c1")
+        _journal_again(w, in_flight)  # the same attempt moved into the journal twice
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1", index=1)])
     report = audit_store(root)
     assert not report.ok
-    assert any("is journaled twice" in p for p in report.problems), report.problems
+    (problem,) = report.problems
+    assert "is journaled twice: it is attempt" in problem
+
+
+def test_the_same_request_sent_twice_by_a_cell_is_not_a_copy(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        _commit(w, [_attempt(w, cell="c0")])
+        _attempt(w, cell="c1")
+        _attempt(w, cell="c1", latency_ms=1234.5)  # the same request again, its own reply
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1", index=1)])
+    assert audit_store(root).problems == ()
 
 
 def test_a_committed_cells_attempt_bound_again_as_orphaned_fails_the_audit(
