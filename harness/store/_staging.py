@@ -153,6 +153,12 @@ def staged_to_journal(
             ):
                 raise bad(number, "lists a blob the store does not hold")
             ends[key] = (outcome, tuple(listed))
+        elif set(line) == {"begin", "attempt"}:
+            raise bad(
+                number,
+                "was staged by an earlier harness version, without the chain position and row "
+                "resume checks",
+            )
         else:
             raise bad(number, "is neither a begin nor an end line")
     in_journal = Counter(canonical_bytes(dict(attempt)) for attempt in journaled)

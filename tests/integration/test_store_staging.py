@@ -154,6 +154,10 @@ def _set(index: int, **fields: Any) -> Any:
         (_set(6, end=9), "ends attempt 9, which is not open"),
         (lambda lines: [*lines, lines[6]], "ends attempt 3, which is not open"),
         (lambda lines: [*lines[:2], {"note": 1}, *lines[2:]], "neither a begin nor an end"),
+        (
+            lambda lines: [{"attempt": lines[0]["attempt"], "begin": 0}, *lines[1:]],
+            "was staged by an earlier harness version",
+        ),
     ],
 )
 def test_a_forged_staging_log_is_refused(tmp_path: Path, edit: Any, why: str) -> None:
