@@ -155,7 +155,7 @@ def test_v2_show_and_cells_on_a_partial_store(tmp_path: Path) -> None:
     assert "note: the frozen study config does not generate this task" in out
     code, _, err = _invoke("v2", "show", str(tmp_path / "run"), ids[5])
     assert code == 2
-    assert "(5 of 24 cells committed)" in err
+    assert "(5 of 24 cells committed; did you mean " in err
     code, out, _ = _invoke("v2", "cells", str(tmp_path / "run"))
     assert len(out.splitlines()) == 5
 
