@@ -12,7 +12,11 @@ Three things happen here, before the CLI (and everything it imports) is loaded:
   user. So the process reads the key, writes it into a pipe, and re-executes itself without the
   variable; the new process image reads the key from the inherited pipe (named by
   ``HARNESS_CREDENTIAL_FD=<fd>:<NAME>``, which holds no secret) and closes it. The key then
-  lives only in the new process's memory, never in any environment block.
+  lives only in the new process's memory, never in any environment block. The new image runs
+  isolated (``python -I``: no working directory or script directory on ``sys.path``, no
+  ``PYTHON*`` variables, no user site-packages; the venv's own site-packages stay), so nothing
+  planted in the working directory (a ``blake3.py``, say) is importable beside the key. The
+  harness must therefore be installed in the interpreter's environment, as the venv installs it.
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ def _reexec_without(name: str) -> None:
     env[CREDENTIAL_FD_VARIABLE] = f"{read_end}:{name}"
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "harness", *sys.argv[1:]], env)  # noqa: S606
+    argv = [sys.executable, "-I", "-m", "harness", *sys.argv[1:]]
+    os.execve(sys.executable, argv, env)  # noqa: S606
 
 
 def _interrupted() -> NoReturn:

@@ -9,8 +9,9 @@ exits. Expected failures are ``HarnessError`` subclasses, printed as one line by
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import click
 import msgspec
@@ -19,6 +20,7 @@ from harness.audit import audit_store, render_audit, study_kind
 from harness.errors import InputError, TamperError
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
+from harness.providers.credentials import CredentialSource, KeyScan, load_credential
 from harness.resources import data_path, is_checkout
 from harness.store import VerifyReport, VerifyStatus, lock_digest, read_store, verify_store
 from harness.store._cli import EXIT_IN_PROGRESS
@@ -46,7 +48,8 @@ __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 @click.option(
     "--check",
     is_flag=True,
-    help="Do not write: exit 3 and name each difference when the lock at --out is stale.",
+    help="Do not write: exit 3 and name each difference when the lock at --out is stale "
+    "(a different interpreter, platform or dependency version is named, and is not stale).",
 )
 def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     """Write the study lock: digests of source, prompts, config, schedule, sandbox, manifests."""
@@ -55,10 +58,12 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     else:
         path = root / DEFAULT_LOCK_PATH if root is not None else data_path(DEFAULT_LOCK_PATH)
     if check:
-        lines = check_lock(path, root)
-        if lines:
-            for line in lines:
-                click.echo(f"stale: {line}")
+        found = check_lock(path, root)
+        for line in found.stale:
+            click.echo(f"stale: {line}")
+        for line in found.environment:
+            click.echo(f"environment: {line} (provenance, not stale)")
+        if found.stale:
             click.echo(f"study lock {path} is stale; run `harness lock`", err=True)
             sys.exit(3)
         data = path.read_bytes()
@@ -91,17 +96,54 @@ def _refuse_live(store: Path, verb: str) -> VerifyReport:
     return report
 
 
+def _key_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--credential-file PATH`` / ``--credential-env NAME``: the run's key, as the run took it."""
+    command = click.option(
+        "--credential-env",
+        metavar="NAME",
+        default=None,
+        help="Variable holding the run's API key, to check for that key itself (the process "
+        "re-executes without it first, as run does).",
+    )(command)
+    return click.option(
+        "--credential-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="File holding the run's API key, to check for that key itself, whatever its "
+        "shape and however it is escaped.",
+    )(command)
+
+
+def _key_scan(credential_file: Path | None, credential_env: str | None) -> KeyScan | None:
+    """The run's key to scan for (held in memory for this command only), or None."""
+    if credential_file is not None and credential_env is not None:
+        raise InputError("give the run's key once: --credential-file PATH or --credential-env NAME")
+    if credential_file is not None:
+        source = CredentialSource(kind="file", name=str(credential_file))
+    elif credential_env is not None:
+        source = CredentialSource(kind="env", name=credential_env)
+    else:
+        return None
+    return load_credential(source).scan()
+
+
 @click.command("audit")
 @click.argument("store", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON.")
-def audit_cmd(store: Path, as_json: bool) -> None:
+@_key_options
+def audit_cmd(
+    store: Path, as_json: bool, credential_file: Path | None, credential_env: str | None
+) -> None:
     """Audit every provider attempt of a run store, its hashes and its credential hygiene.
 
-    Exit 0 when the audit passed, 3 when it found a problem, 5 while a live writer holds the
-    store (one line; audit it once the run has stopped).
+    Every file is scanned for credential-shaped strings; given the run's key (as the run took
+    it), for that key itself too, in any spelling. Exit 0 when the audit passed, 3 when it
+    found a problem, 5 while a live writer holds the store (one line; audit it once the run
+    has stopped).
     """
+    key = _key_scan(credential_file, credential_env)
     _refuse_live(store, "audit")
-    report = audit_store(store)
+    report = audit_store(store, key=key)
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
     else:
@@ -181,14 +223,24 @@ def replay_cmd(
     default=None,
     help="The report to include (default: STORE/report).",
 )
-def export_cmd(store: Path, out: Path, config_path: Path | None, report_dir: Path | None) -> None:
+@_key_options
+def export_cmd(
+    store: Path,
+    out: Path,
+    config_path: Path | None,
+    report_dir: Path | None,
+    credential_file: Path | None,
+    credential_env: str | None,
+) -> None:
     """Write a privacy-checked artifact bundle: records, manifest, lock, config, tables.
 
     Refused (exit 3, nothing written) when any file holds a credential-shaped string, a local
-    absolute path, or this machine's user or host name.
+    absolute path, this machine's user or host name, or the run's own key. A run that sent a
+    key needs it given here (--credential-file or --credential-env, as the run took it).
     """
+    key = _key_scan(credential_file, credential_env)
     config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
-    manifest = export_bundle(store, out, config_path=config, report_dir=report_dir)
+    manifest = export_bundle(store, out, config_path=config, report_dir=report_dir, key=key)
     size = sum(f.size for f in manifest.files)
     click.echo(f"wrote {out}: {len(manifest.files)} files, {size} bytes, privacy check passed")
     click.echo(f"store head {manifest.store_head}, manifest {manifest.store_manifest}")

@@ -24,7 +24,9 @@
   own reason text; a finalized store holding a cell whose every attempt failed for an
   infrastructure reason (a rejected key, a quota, no connection) is a problem: that cell
   measured an outage, not the policy;
-- a scan of every file in the store for credential-shaped strings (``harness.privacy``).
+- a scan of every file in the store for credential-shaped strings (``harness.privacy``), and,
+  when the run's key is given, for that key itself in any spelling (raw, JSON- or
+  percent-escaped), whatever its shape.
 
 The study (``v2`` or ``static``) comes from the genesis identity (``study_kind``); a store whose
 genesis names another study is refused in one line. ``report.ok`` is true only when nothing
@@ -43,12 +45,14 @@ from typing import Any, Final
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.environment import describe_store
 from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
 from harness.preflight_report import REPORT_SCHEMA, decode_report
-from harness.privacy import Finding, credential_findings
+from harness.privacy import Finding, KeyFinder, credential_findings, key_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
+from harness.run_identity import PROVIDER_KEY, read_identity
 from harness.safeio import MAX_READ, read_regular
 from harness.store import (
     BeginEntry,
@@ -191,6 +195,9 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     credential_findings: tuple[str, ...]
     simulated_only: bool
     problems: tuple[str, ...]
+    key_checked: bool = False
+    key_findings: tuple[str, ...] = ()
+    environment: str = ""  # what produced the store: harness.environment.describe_store
 
     @property
     def ok(self) -> bool:
@@ -375,9 +382,12 @@ def _files(root: Path) -> Iterable[Path]:
             yield Path(directory) / name
 
 
-def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
+def _scan_credentials(
+    root: Path, key: KeyFinder | None
+) -> tuple[int, int, list[Finding], list[Finding]]:
     files = size = 0
     findings: list[Finding] = []
+    keys: list[Finding] = []
     for path in _files(root):
         try:
             data = read_regular(path, MAX_READ, what=str(path))
@@ -387,8 +397,11 @@ def _scan_credentials(root: Path) -> tuple[int, int, list[Finding]]:
             raise StoreError(f"cannot read {path} for the credential scan: {e.strerror}") from e
         files += 1
         size += len(data)
-        findings.extend(credential_findings(path.relative_to(root).as_posix(), data))
-    return files, size, findings
+        label = path.relative_to(root).as_posix()
+        findings.extend(credential_findings(label, data))
+        if key is not None:
+            keys.extend(key_findings(label, data, key))
+    return files, size, findings, keys
 
 
 def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
@@ -415,8 +428,12 @@ def _preflight_blobs(root: Path, view: StoreView) -> list[str]:
     return found
 
 
-def audit_store(root: str | os.PathLike[str]) -> AuditReport:
+def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -> AuditReport:
     """Audit the store at ``root`` (see the module docstring).
+
+    With ``key`` (the run's own key, given to the audit as the run was given it), every file is
+    also scanned for that key in any spelling, whatever its shape; one occurrence fails the
+    audit.
 
     Raises:
         StoreNotFoundError: ``root`` holds no store.
@@ -480,12 +497,14 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
             f"failed for an infrastructure reason (an outage, not the policy): "
             f"{', '.join(outage[:5])}{' ...' if len(outage) > 5 else ''}"
         )
-    files, size, findings = _scan_credentials(base)
+    files, size, findings, keys = _scan_credentials(base, key)
     problems.extend(f"credential-shaped string in {f.line()}" for f in findings)
+    problems.extend(f"the run's key in {f.line()}" for f in keys)
     latencies.sort()
     rows = [_row(a) for a in attempts.values()]
     providers = {a.record.provider.value for a in attempts.values() if a.record is not None}
     return AuditReport(
+        environment=describe_store(view),
         study=study,
         store_status=report.status.value,
         store_code=report.code.value,
@@ -525,6 +544,8 @@ def audit_store(root: str | os.PathLike[str]) -> AuditReport:
         credential_findings=tuple(f.line() for f in findings),
         simulated_only=providers <= {"simulated"},
         problems=tuple(problems),
+        key_checked=key is not None,
+        key_findings=tuple(f.line() for f in keys),
     )
 
 
@@ -568,13 +589,10 @@ def _check_prices(view: StoreView, attempts: dict[int, _Attempt]) -> list[str]:
 
 
 def _provider_of(view: StoreView, providers: set[str]) -> str:
-    """The provider and model the genesis names (else what the attempts show)."""
-    genesis = view.genesis
-    plain = None if genesis is None else genesis.identity.get("provider")
-    if isinstance(plain, dict) and plain.get("provider") == "simulated":
-        return "simulated (deterministic stand-in, not a language model), model none"
-    if isinstance(plain, dict):
-        return f"{plain.get('provider')}, model {plain.get('model')} at {plain.get('endpoint')}"
+    """Who ran the store, worded as every report names it (``harness.run_identity``; a store
+    made before genesis bound its provider: what its attempts show)."""
+    if view.genesis is not None and isinstance(view.genesis.identity.get(PROVIDER_KEY), dict):
+        return read_identity(view).who()
     if providers <= {"simulated"}:
         return "simulated only (results of a simulation, not of a language model)"
     return ", ".join(sorted(providers))
@@ -622,6 +640,7 @@ def render_audit(report: AuditReport) -> str:
             else ", not finalized (no manifest pins this store)"
         ),
         f"study: {report.study}",
+        report.environment,
     ]
     out.append(
         f"attempts: {report.journaled_attempts} journaled, {report.ended_attempts} ended, "
@@ -683,7 +702,14 @@ def render_audit(report: AuditReport) -> str:
     out.extend(f"preflight report {line}" for line in report.preflight_reports)
     out.append(
         f"credential scan: {report.files_scanned} files, {report.bytes_scanned} bytes, "
-        f"{len(report.credential_findings)} credential-shaped string(s)"
+        f"{len(report.credential_findings)} credential-shaped string(s); the run's key: "
+        + (
+            f"found {len(report.key_findings)} time(s)"
+            if report.key_findings
+            else "not found"
+            if report.key_checked
+            else "not checked (give --credential-file or --credential-env)"
+        )
     )
     if report.problems:
         out.append(f"PROBLEMS ({len(report.problems)}):")

@@ -318,6 +318,9 @@ def verify_cmd(
     )
     sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(decision)) + b"\n")
     sys.stdout.flush()
+    if not decision.answer_checked:
+        # Beside the decision, not in it: stdout stays one JSON document.
+        click.echo(f"{decision.decision.value}; answer: not checked (pass --answer)", err=True)
     sys.exit(EXIT_COMPLETE if decision else EXIT_CONTINUE)
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "DurabilityError",
     "FinalizeError",
     "FsyncError",
+    "KeyInStoreError",
     "LockMismatchError",
     "NoSpaceError",
     "RecordInvalidError",
@@ -55,6 +56,7 @@ __all__ = [
     "CoveredFileMissingError",
     "ExportError",
     "LockStaleError",
+    "EnvironmentMismatchError",
     "PreflightFailedError",
     "PrivacyError",
     "ReplayMismatchError",
@@ -232,6 +234,11 @@ class NoSpaceError(DurabilityError):
     """The file system is full (ENOSPC)."""
 
 
+class KeyInStoreError(DurabilityError):
+    """The run's API key was about to be written into the store (a write the redaction missed):
+    nothing of that write reached the disk, and the writer stops."""
+
+
 class WriterStoppedError(StoreError):
     """The writer was used after a durability failure stopped it."""
 
@@ -316,6 +323,12 @@ class CoveredFileMissingError(StudyLockError):
 
 class LockStaleError(StudyLockError):
     """The study lock on disk no longer matches the code and config it covers."""
+
+    exit_code = 3
+
+
+class EnvironmentMismatchError(StudyLockError):
+    """``--require-environment``: this environment differs from the reference it must equal."""
 
     exit_code = 3
 

@@ -21,12 +21,13 @@ clock, so the same tree gives the same bytes anywhere. Digests: file bytes under
 ``study.source-tree.v1`` over its ``{path: digest}`` map; the generation config under
 ``study.config.v1``.
 
-It also records the environment that will produce results: the Python version and the
-installed version of every runtime dependency the ``ect-harness`` distribution declares (core
-and the ``gemini``/``plots`` extras; ``absent`` when not installed). A different interpreter or
-dependency version makes the lock stale like a changed file, so a store bound to the lock, and
-every report of it, names what produced it; the exact transitive set the project is tested with
-is ``requirements.lock``.
+It also records the environment it was written in (``harness.environment``: interpreter,
+platform, runtime dependency versions) as the *reference* ``--require-environment`` holds a run
+to. That environment is provenance, not part of what the lock binds: a different interpreter,
+platform or dependency version never makes the lock stale, never blocks preflight and never
+changes the lock a run binds (a run reads the lock file's bytes; it does not rewrite them).
+``check_lock`` names each environment difference apart from the stale lines. The exact
+transitive set the project is tested with is ``requirements.lock``.
 
 This module reads files and installed-distribution metadata and writes the lock; it does not
 judge a run (``preflight`` does) and does not read environment variables.
@@ -34,10 +35,8 @@ judge a run (``preflight`` does) and does not read environment variables.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
-import platform
-import re
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -45,6 +44,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, check_strict_json, digest, digest_bytes
+from harness.environment import Environment, current_environment, differences
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
@@ -61,18 +61,19 @@ __all__ = [
     "PROMPTS_DIR",
     "SOURCE_TREES",
     "FileRole",
+    "LockCheck",
     "LockedConfig",
-    "LockedEnvironment",
     "LockedFile",
     "LockedTree",
+    "WHEN_LOCKED",
     "StudyLock",
     "build_lock",
     "check_lock",
     "compare_locks",
     "decode_lock",
     "encode_lock",
+    "environment_lines",
     "file_digest",
-    "locked_environment",
     "project_root",
     "read_lock",
     "require_current",
@@ -149,30 +150,18 @@ class LockedConfig(_Lock, frozen=True, kw_only=True):
     config: dict[str, Any]
 
 
-class LockedEnvironment(_Lock, frozen=True, kw_only=True):
-    """The interpreter and the installed runtime dependencies (name -> version or ``absent``)."""
-
-    python: str
-    implementation: str
-    dependencies: dict[str, str]
-
-    def describe(self) -> str:
-        """One line: ``CPython 3.11.7; blake3 1.0.11, click 8.5.1, ...``."""
-        deps = ", ".join(f"{name} {version}" for name, version in sorted(self.dependencies.items()))
-        return f"{self.implementation} {self.python}; {deps}"
-
-
 class StudyLock(_Lock, frozen=True, kw_only=True):
     """The whole lock. ``trees`` and ``files`` list exactly what it covers.
 
-    ``environment`` is None only in locks written before environments were recorded.
+    ``environment`` is the reference environment (where the lock was written): provenance for
+    ``--require-environment``, not covered (``compare_locks`` ignores it).
     """
 
     schema: Literal["harness.study-lock.v1"]
     trees: tuple[LockedTree, ...]
     files: tuple[LockedFile, ...]
     generation_config: LockedConfig
-    environment: LockedEnvironment | None = None
+    environment: Environment
 
     def file(self, role: FileRole) -> LockedFile:
         """The covered file with ``role`` (the first, for prompts).
@@ -255,51 +244,6 @@ def _prompt_files(root: Path) -> list[LockedFile]:
     return [_locked_file(root, FileRole.PROMPT, f"{PROMPTS_DIR}/{name}") for name in names]
 
 
-DISTRIBUTION: Final = "ect-harness"
-_RUNTIME_EXTRAS: Final = frozenset({"gemini", "plots"})
-_REQUIREMENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
-_EXTRA_MARKER: Final = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def locked_environment() -> LockedEnvironment:
-    """This interpreter and the installed version of every runtime dependency.
-
-    Raises:
-        StudyLockError: the ``ect-harness`` distribution is not installed (its metadata lists the
-            dependencies; ``scripts/test`` and ``pip install`` both install it).
-    """
-    try:
-        requirements = importlib.metadata.requires(DISTRIBUTION) or []
-    except importlib.metadata.PackageNotFoundError as e:
-        raise StudyLockError(
-            f"the {DISTRIBUTION} distribution is not installed, so its dependencies are unknown; "
-            "install the project (scripts/test does) and lock again"
-        ) from e
-    dependencies: dict[str, str] = {}
-    for requirement in requirements:
-        requirement_name, _, marker = requirement.partition(";")
-        extra = _EXTRA_MARKER.search(marker)
-        if extra is not None and extra.group(1) not in _RUNTIME_EXTRAS:
-            continue  # dev tools do not produce results
-        found = _REQUIREMENT_NAME.match(requirement_name.strip())
-        if found is None or _normalise(found.group(0)) == DISTRIBUTION:
-            continue
-        name = _normalise(found.group(0))
-        try:
-            dependencies[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            dependencies[name] = "absent"
-    return LockedEnvironment(
-        python=platform.python_version(),
-        implementation=platform.python_implementation(),
-        dependencies=dependencies,
-    )
-
-
 def build_lock(root: Path | None = None) -> StudyLock:
     """Build the lock of the project at ``root`` (default: this process's project).
 
@@ -326,7 +270,7 @@ def build_lock(root: Path | None = None) -> StudyLock:
             full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
             config=msgspec.to_builtins(generation),
         ),
-        environment=locked_environment(),
+        environment=current_environment(),
     )
 
 
@@ -420,13 +364,14 @@ def _diff_map(what: str, expected: dict[str, str], found: dict[str, str]) -> lis
 
 
 def compare_locks(expected: StudyLock, found: StudyLock) -> list[str]:
-    """What differs between the lock of the tree on disk (``expected``) and a lock file.
+    """What differs between the lock of the tree on disk (``expected``) and a lock file, in
+    what the lock covers (the recorded environment is provenance: ``environment_lines``).
 
     Returns:
         One line per differing entry (a changed, added or removed file, the generation
         config); empty when they are equal.
     """
-    if expected == found:
+    if _covered(expected) == _covered(found):
         return []
     lines: list[str] = []
     got_trees = {t.path: t for t in found.trees}
@@ -451,36 +396,62 @@ def compare_locks(expected: StudyLock, found: StudyLock) -> list[str]:
             f"generation config is {expected.generation_config.digest} on disk, "
             f"{found.generation_config.digest} in the lock"
         )
-    if expected.environment != found.environment:
-        here = "unknown" if expected.environment is None else expected.environment.describe()
-        locked = "none" if found.environment is None else found.environment.describe()
-        lines.append(f"environment is {here} here, {locked} in the lock")
     if not lines:
         lines.append("the lock differs from the tree in its layout")
     return lines
 
 
-def check_lock(path: Path, root: Path | None = None) -> list[str]:
-    """Compare the lock file at ``path`` with the lock of ``root``; one line per difference.
+def _covered(lock: StudyLock) -> StudyLock:
+    # The lock with its environment replaced by a fixed one: what the lock binds, nothing else.
+    return msgspec.structs.replace(lock, environment=_NO_ENVIRONMENT)
+
+
+_NO_ENVIRONMENT: Final = Environment(
+    implementation="", python="", system="", machine="", dependencies={}
+)
+WHEN_LOCKED: Final = "when locked"
+
+
+def environment_lines(lock: StudyLock, here: Environment) -> list[str]:
+    """One line per difference between this environment and the lock's reference, e.g.
+    ``interpreter 3.11.2 here, 3.11.7 when locked``. Provenance: never a stale line."""
+    return differences(lock.environment, here, WHEN_LOCKED)
+
+
+@dataclass(frozen=True)
+class LockCheck:
+    """What ``check_lock`` found: ``stale`` lines block a run; ``environment`` lines never do."""
+
+    stale: list[str] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)
+
+
+def check_lock(path: Path, root: Path | None = None) -> LockCheck:
+    """Compare the lock file at ``path`` with the lock of ``root``.
 
     Returns:
-        Empty when the file's bytes are exactly what ``harness lock`` would write.
+        ``stale``: one line per difference in what the lock covers; empty when the file's bytes
+        are exactly what ``harness lock`` would write in the environment it records.
+        ``environment``: one line per difference between this environment and that one.
 
     Raises:
         StudyLockError: the lock file is unreadable or malformed, or a covered file is missing.
     """
     found, data = read_lock(path)
     expected = build_lock(root)
-    if encode_lock(expected) == data:
-        return []
-    if expected == found:
-        return ["the lock's content matches but its bytes are not in canonical form"]
-    return compare_locks(expected, found)
+    env = environment_lines(found, expected.environment)
+    if encode_lock(msgspec.structs.replace(expected, environment=found.environment)) == data:
+        return LockCheck(environment=env)
+    stale = compare_locks(expected, found)
+    if not stale:
+        stale = ["the lock's content matches but its bytes are not in canonical form"]
+    return LockCheck(stale=stale, environment=env)
 
 
 def require_current(path: Path, root: Path | None = None) -> None:
-    """Raise ``LockStaleError`` naming the first differences when the lock at ``path`` is stale."""
-    lines = check_lock(path, root)
+    """Raise ``LockStaleError`` naming the first differences when the lock at ``path`` is stale
+    (a different environment is not)."""
+    lines = check_lock(path, root).stale
     if lines:
         more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
         raise LockStaleError(

@@ -5,6 +5,9 @@ Two scans share one finding type:
 - ``credential_findings``: credential-shaped strings (Google API keys, bearer tokens, private key
   blocks, common cloud and forge token formats, ``api_key = ...`` assignments with a long value).
   Used by the audit (nothing credential-shaped may be in a store) and by the export check.
+- ``key_findings``: one known key (the run's own, whatever its shape), in every spelling its
+  finder knows (``harness.providers.credentials.KeyScan``: raw, JSON- or percent-escaped). Used
+  by the audit and the export check when the key is given to them.
 - ``local_findings``: local absolute paths (home, root, temp and mount directories, macOS
   ``/Users``, Windows drive paths) and the given user and host names as whole words.
 
@@ -18,16 +21,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, Protocol
 
 import msgspec
 
 __all__ = [
     "CREDENTIAL_PATTERNS",
     "GENERIC_ACCOUNTS",
+    "KEY_FINDING",
     "LOCAL_PATH_PATTERNS",
     "Finding",
+    "KeyFinder",
     "credential_findings",
+    "key_findings",
     "local_findings",
 ]
 
@@ -94,6 +100,23 @@ def _scan(
 def credential_findings(label: str, data: bytes) -> list[Finding]:
     """Every credential-shaped string in ``data`` (``label`` says where the bytes came from)."""
     return _scan(label, data, CREDENTIAL_PATTERNS)
+
+
+KEY_FINDING: Final = "the run's API key"
+"""The finding kind of the run's own key (never the key itself)."""
+
+
+class KeyFinder(Protocol):
+    """Finds one known key in bytes (``KeyScan``), without ever showing it."""
+
+    def offsets(self, data: bytes) -> list[int]:
+        """Byte offsets where the key occurs in ``data``, in any spelling the finder knows."""
+        ...
+
+
+def key_findings(label: str, data: bytes, finder: KeyFinder) -> list[Finding]:
+    """Every occurrence of the finder's key in ``data``."""
+    return [Finding(label=label, offset=o, kind=KEY_FINDING) for o in finder.offsets(data)]
 
 
 GENERIC_ACCOUNTS: Final = frozenset(

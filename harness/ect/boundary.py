@@ -26,10 +26,21 @@ from harness.ect.model import (
 from harness.ect.reasons import ReasonCode as R
 from harness.ect.verifier import Check, verify
 
-__all__ = ["MAX_INPUT_BYTES", "BoundaryError", "check_json", "decode", "verify_json"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "MAX_INT_DIGITS",
+    "BoundaryError",
+    "check_json",
+    "decode",
+    "verify_json",
+]
 
 MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
 """The largest input accepted, in bytes (16 MiB); larger input is not decoded at all."""
+
+MAX_INT_DIGITS: Final = 4300
+"""The most digits a JSON integer may have (the interpreter's integer-conversion limit, which
+bounds the cost of reading and of exact arithmetic on hostile numbers)."""
 
 T = TypeVar("T")
 
@@ -53,8 +64,8 @@ def check_json(data: bytes, code: R) -> None:
     """Refuse bytes that are not one usable JSON document, whatever it holds.
 
     Too large (over ``MAX_INPUT_BYTES``: ADAPTER_INPUT_TOO_LARGE), not UTF-8, not JSON, nested
-    deeper than the decoder's recursion limit, a duplicate object key, or a NaN/Infinity
-    literal (``code``).
+    deeper than the decoder's recursion limit, an integer of more than ``MAX_INT_DIGITS``
+    digits, a duplicate object key, or a NaN/Infinity literal (``code``).
 
     Raises:
         BoundaryError: naming the first problem in one line.
@@ -64,7 +75,10 @@ def check_json(data: bytes, code: R) -> None:
     try:
         check_strict_json(data)
     except ValueError as e:
-        raise BoundaryError(code, str(e)) from e
+        text = str(e)
+        if text.startswith("Exceeds the limit"):
+            text = f"an integer has more than {MAX_INT_DIGITS} digits"
+        raise BoundaryError(code, text) from e
 
 
 def decode(data: bytes, kind: type[T], code: R) -> T:
@@ -109,6 +123,11 @@ def verify_json(
             findings.append(Finding(code=R.INTERNAL_ERROR, path=where, got=type(e).__name__))
     if findings:
         codes = tuple(sorted({f.code for f in findings}, key=list(R).index))
-        return Decision(decision=Verdict.CONTINUE, reason_codes=codes, findings=tuple(findings))
+        return Decision(
+            decision=Verdict.CONTINUE,
+            reason_codes=codes,
+            findings=tuple(findings),
+            answer_checked=answer is not None,
+        )
     *inputs, plain_answer = decoded
     return verify(*inputs, answer=plain_answer, disabled=disabled)

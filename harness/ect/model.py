@@ -215,12 +215,18 @@ class ClaimResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
-    """A verdict with every failing reason code (sorted, unique) and the findings behind them."""
+    """A verdict with every failing reason code (sorted, unique) and the findings behind them.
+
+    ``answer_checked`` says whether the decision covers the agent's reported answer: False when
+    no answer was passed, so a ``complete`` then licenses the certificate only, not whatever
+    answer the run reports.
+    """
 
     decision: Verdict
     reason_codes: tuple[ReasonCode, ...] = ()
     findings: tuple[Finding, ...] = ()
     claims: tuple[ClaimResult, ...] = ()
+    answer_checked: bool = False
 
     def __bool__(self) -> bool:
         return self.decision is Verdict.COMPLETE

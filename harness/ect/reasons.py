@@ -49,6 +49,9 @@ class ReasonCode(StrEnum):
     # Algorithm 1, lines 7-8.
     COVERAGE_DUPLICATE_RECEIPT_ID = "COVERAGE_DUPLICATE_RECEIPT_ID"
     COVERAGE_CONFLICTING_RECEIPT_ID = "COVERAGE_CONFLICTING_RECEIPT_ID"
+    # Two receipts of one call, one response and one value path disagree (value, value hash,
+    # scope, status or any other field): the ledger contradicts itself.
+    COVERAGE_CONFLICTING_RECEIPTS = "COVERAGE_CONFLICTING_RECEIPTS"
     COVERAGE_NO_CLAIMS = "COVERAGE_NO_CLAIMS"
     COVERAGE_MISSING_SLOT = "COVERAGE_MISSING_SLOT"
     COVERAGE_EXTRA_SLOT = "COVERAGE_EXTRA_SLOT"

@@ -6,6 +6,10 @@ here evaluates code. Replay maps cited evidence items to a value or raises ``Rep
 reason code. Ops keyed by scope (``key``) read the receipt's structured scope, never a value the
 agent wrote, so citation order cannot change a result.
 
+Arithmetic is exact over the rationals; a numeric result is an ``int`` when its value is an
+integer (of any size), else the nearest binary64, rounded once (``_result``), so neither the JSON
+type of a cited number nor the citation order changes it (``docs/canonical.md``).
+
 Null rules: numeric ops refuse null inputs (REPLAY_NULL_INPUT); ``identity`` and ``collect`` pass
 nulls through; ``all_null`` abstains (returns null) only when every cited value is null. Whether a
 null *result* is acceptable is the slot's nullability, judged by the verifier.
@@ -331,8 +335,47 @@ def _finite(value: float) -> float:
     return value
 
 
+def _result(value: int | float | Fraction) -> int | float:
+    """The one form of a numeric result: an ``int`` when its value is an integer, else the
+    nearest binary64 (ties to even). Citation order and JSON type cannot change it: 5 and 5.0
+    give 5 whichever is cited first.
+
+    Raises:
+        ReplayError: REPLAY_UNDEFINED when a non-integer value lies beyond the binary64 range.
+    """
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return value.numerator
+        try:
+            value = float(value)  # correctly rounded
+        except OverflowError as e:
+            raise ReplayError(ReasonCode.REPLAY_UNDEFINED, "result beyond binary64") from e
+    value = _finite(value)
+    return int(value) if value.is_integer() else value
+
+
+def _exact_sum(numbers: Sequence[int | float]) -> int | float:
+    """The exact sum, in the form of ``_result``; the value never depends on the order."""
+    if all(type(n) is int for n in numbers):
+        return sum(numbers)
+    # Exact, then rounded once (and only when the value is not an integer): fsum would round
+    # an integral sum such as 1 + 9007199254741168.0 to a neighbouring double.
+    return _result(_exact_fraction_sum(numbers))
+
+
+def _exact_fraction_sum(numbers: Sequence[int | float]) -> Fraction:
+    """The exact rational sum (Fraction of a float is its exact binary value)."""
+    total = Fraction(0)
+    for n in numbers:
+        total += Fraction(n)
+    return total
+
+
 def _ranked(scores: dict[str, int | float], order: Order) -> list[str]:
-    # Ties go to the smallest name in both orders, so the ranking is total and stable.
+    # Ties go to the smallest name in both orders, so the ranking is total and stable. Python
+    # compares int and float exactly, so ranking is by exact value whatever the JSON type.
     if order == "desc":
         return sorted(scores, key=lambda name: (-scores[name], name))
     return sorted(scores, key=lambda name: (scores[name], name))
@@ -349,18 +392,14 @@ def _replay_collect(op: Collect, items: Sequence[Item]) -> Any:
 
 
 def _replay_sum(_op: Sum, items: Sequence[Item]) -> Any:
-    return _finite_sum(_numbers(items))
-
-
-def _finite_sum(numbers: list[int | float]) -> int | float:
-    if all(isinstance(n, int) for n in numbers):
-        return sum(numbers)
-    return _finite(math.fsum(numbers))
+    return _exact_sum(_numbers(items))
 
 
 def _replay_mean(_op: Mean, items: Sequence[Item]) -> Any:
     numbers = _numbers(items)
-    return _finite(math.fsum(numbers) / len(numbers))
+    if all(type(n) is int for n in numbers):
+        return _result(Fraction(sum(numbers), len(numbers)))  # type: ignore[arg-type]
+    return _result(_exact_fraction_sum(numbers) / len(numbers))
 
 
 def _replay_count(_op: Count, items: Sequence[Item]) -> Any:
@@ -368,23 +407,26 @@ def _replay_count(_op: Count, items: Sequence[Item]) -> Any:
 
 
 def _replay_min(_op: Min, items: Sequence[Item]) -> Any:
-    return min(_numbers(items))
+    # Ties between 5 and 5.0 are one value; _result gives it one form.
+    return _result(min(_numbers(items)))
 
 
 def _replay_max(_op: Max, items: Sequence[Item]) -> Any:
-    return max(_numbers(items))
+    return _result(max(_numbers(items)))
 
 
 def _replay_difference(op: Difference, items: Sequence[Item]) -> Any:
     a, b = _pick(_keyed_numbers(items, op.key), (op.minuend, op.subtrahend), op.key)
-    return _finite(a - b)
+    if type(a) is int and type(b) is int:
+        return a - b  # exact at any size
+    return _result(Fraction(a) - Fraction(b))
 
 
 def _replay_ratio(op: Ratio, items: Sequence[Item]) -> Any:
     a, b = _pick(_keyed_numbers(items, op.key), (op.numerator, op.denominator), op.key)
     if b == 0:
         raise ReplayError(ReasonCode.REPLAY_UNDEFINED, "denominator is zero")
-    return _finite(a / b)
+    return _result(Fraction(a) / Fraction(b))
 
 
 def _replay_argmax(op: ArgMax, items: Sequence[Item]) -> Any:
@@ -432,7 +474,7 @@ def _replay_grouped_sum_top_k(op: GroupedSumTopK, items: Sequence[Item]) -> Any:
     missing = sorted(e for e in group_of if e not in keyed)
     if missing:
         raise ReplayError(ReasonCode.REPLAY_ARITY, f"no evidence for group members {missing}")
-    sums = {group: _finite_sum(values) for group, values in totals.items() if values}
+    sums = {group: _exact_sum(values) for group, values in totals.items() if values}
     if op.k > len(sums):
         raise ReplayError(ReasonCode.REPLAY_ARITY, f"top_k needs {op.k} groups, got {len(sums)}")
     return _ranked(sums, op.order)[: op.k]
@@ -453,7 +495,10 @@ def _replay_window_sum_difference(op: WindowSumDifference, items: Sequence[Item]
     extra = sorted(set(keyed) - set(op.window_a) - set(op.window_b))
     if extra:
         raise ReplayError(ReasonCode.REPLAY_ARITY, f"evidence outside both windows: {extra}")
-    return _finite(_finite_sum(window_a) - _finite_sum(window_b))
+    if all(type(n) is int for n in window_a) and all(type(n) is int for n in window_b):
+        return sum(window_a) - sum(window_b)
+    # Both sums and their difference exactly; one rounding at the end.
+    return _result(_exact_fraction_sum(window_a) - _exact_fraction_sum(window_b))
 
 
 def _pick_window(keyed: dict[str, int | float], window: Sequence[str]) -> list[int | float]:
@@ -492,7 +537,8 @@ def replay(op: Transform, items: Sequence[Item]) -> Any:
     """
     try:
         return _REPLAY[type(op)](op, items)
-    except (OverflowError, ZeroDivisionError) as e:
+    except (OverflowError, ZeroDivisionError, ValueError) as e:
+        # ValueError: a NaN handed to the library directly (JSON input cannot carry one).
         # Huge ints or floats: the op has no finite answer, which is a replay failure.
         raise ReplayError(ReasonCode.REPLAY_UNDEFINED, f"arithmetic: {e}") from e
 
@@ -500,25 +546,31 @@ def replay(op: Transform, items: Sequence[Item]) -> Any:
 def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) -> bool:
     """Return True when ``claimed`` equals ``replayed`` within tolerance, recursively.
 
-    Numbers compare exactly, never through a rounding float subtraction: an integer result must
-    be claimed as an integer (``0.0``, ``-0.0`` or ``9007199254741168.0`` never stand for an
-    int), equal numbers match, and otherwise a nonzero contract tolerance is applied in exact
-    rational arithmetic: ``|claimed - replayed| <= max(abs_tol, rel_tol * |replayed|)``.
-    Strings, booleans and null match exactly; lists match element-wise in order; objects
-    key-wise.
+    Numbers compare by exact rational value whatever their JSON type: ``3.0`` is 3, ``-0.0``
+    is 0, and ``9007199254741168.0`` is not 2**53 + 1 (Python compares int and float exactly,
+    never through a rounding conversion). Unequal numbers match only within a nonzero contract
+    tolerance, applied in exact rational arithmetic:
+    ``|claimed - replayed| <= max(abs_tol, rel_tol * |replayed|)``. A boolean is never a number
+    and a string never one; strings, booleans and null match exactly; lists match element-wise
+    in order; objects key-wise.
     """
+    kind = type(replayed)
+    if kind is str or kind is int:  # the common leaves first (this runs per slot per answer)
+        if type(claimed) is kind and claimed == replayed:
+            return True
+        if kind is str:
+            return False
     if replayed is None or isinstance(replayed, (bool, str)):
         return type(claimed) is type(replayed) and claimed == replayed
     if _is_number(replayed):
         return _numbers_match(claimed, replayed, abs_tol, rel_tol)
     if isinstance(replayed, (list, tuple)):
-        return (
-            isinstance(claimed, (list, tuple))
-            and len(claimed) == len(replayed)
-            and all(
-                values_match(c, r, abs_tol, rel_tol) for c, r in zip(claimed, replayed, strict=True)
-            )
-        )
+        if not isinstance(claimed, (list, tuple)) or len(claimed) != len(replayed):
+            return False
+        for c, r in zip(claimed, replayed, strict=True):
+            if not values_match(c, r, abs_tol, rel_tol):
+                return False
+        return True
     if isinstance(replayed, dict):
         return (
             isinstance(claimed, dict)
@@ -529,13 +581,13 @@ def values_match(claimed: Any, replayed: Any, abs_tol: float, rel_tol: float) ->
 
 
 def _numbers_match(claimed: Any, replayed: int | float, abs_tol: float, rel_tol: float) -> bool:
-    if type(replayed) is int or isinstance(replayed, int):
-        # An integer slot is claimed as an integer; a float never stands for one.
-        if not isinstance(claimed, int) or isinstance(claimed, bool):
-            return False
-    elif not _is_number(claimed) or not math.isfinite(claimed) or not math.isfinite(replayed):
+    if not _is_number(claimed):
         return False
-    if claimed == replayed:  # int == float is exact in Python (no conversion to float)
+    if (isinstance(claimed, float) and not math.isfinite(claimed)) or (
+        isinstance(replayed, float) and not math.isfinite(replayed)
+    ):
+        return False
+    if claimed == replayed:  # exact: Python never rounds an int to compare it with a float
         return True
     if abs_tol == 0.0 and rel_tol == 0.0:
         return False

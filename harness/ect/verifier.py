@@ -5,10 +5,13 @@
 paper's pseudo-code, which returns at the first failing line, it runs every check whose inputs
 exist and reports them all, so a fault that trips several families shows all of them.
 
-Beyond the paper's lines it checks two things the paper's guarantee needs: each cited receipt's
-tool and value path are ones the contract allows for the slot (the receipt check includes the
-value path), and, when the agent's reported answer is given, that answer is the certified one
-slot for slot (DESIGN section 12), so ``complete`` covers what the run reports. Every claim goes
+Beyond the paper's lines it checks three things the paper's guarantee needs: no two receipts
+of one call, response and value path disagree (the paper's "conflicting records", which an id
+check alone misses), each cited receipt's tool and value path are ones the contract allows for
+the slot (the receipt check includes the value path), and, when the agent's reported answer is
+given, that answer is the certified one slot for slot (DESIGN section 12), so ``complete``
+covers what the run reports; without it the decision says ``answer_checked=False``. Numbers
+compare by exact value whatever their JSON type (``docs/canonical.md``). Every claim goes
 through one path; there is no fast path that repeats a check.
 
 Checks can be disabled one at a time (``Check``) for the single-check ablations; the default runs
@@ -23,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness.canonical import Domain, digest, digest_each
+from harness.canonical import Domain, canonical_bytes, digest, digest_each
 from harness.ect.model import (
     Certificate,
     Claim,
@@ -115,8 +118,9 @@ def verify(
         ledger: the evidence ledger E_t built by the trusted adapter.
         certificate: the candidate certificate C_t, or None when the agent offered none.
         answer: the answer the agent reports (slot -> value), or None to judge the certificate
-            alone. When given, it must name exactly the certified slots, each with the certified
-            value under the slot's comparison, or the decision is ``continue``
+            alone (the decision then says ``answer_checked=False``). When given, it must name
+            exactly the certified slots, each with the certified value under the slot's
+            comparison, or the decision is ``continue``
             (COVERAGE_ANSWER_SLOT, REPLAY_ANSWER_MISMATCH; ADAPTER_ANSWER_MALFORMED when it is
             not an object keyed by slot names).
         disabled: checks to switch off (ablations only).
@@ -129,22 +133,26 @@ def verify(
         enabled = ALL_CHECKS - frozenset(disabled)
         report = _Report(enabled)
         claims = _verify(descriptor, requirements, ledger, certificate, answer, report)
-        return _decision(report.findings, claims)
+        return _decision(report.findings, claims, answer_checked=answer is not None)
     except Exception as e:  # noqa: BLE001 - fail closed is the contract.
         return Decision(
             decision=Verdict.CONTINUE,
             reason_codes=(R.INTERNAL_ERROR,),
             findings=(Finding(code=R.INTERNAL_ERROR, path="$", got=type(e).__name__),),
+            answer_checked=answer is not None,
         )
 
 
-def _decision(findings: list[Finding], claims: list[ClaimResult]) -> Decision:
+def _decision(
+    findings: list[Finding], claims: list[ClaimResult], *, answer_checked: bool
+) -> Decision:
     codes = tuple(sorted({f.code for f in findings}, key=_CODE_ORDER.__getitem__))
     return Decision(
         decision=Verdict.CONTINUE if codes else Verdict.COMPLETE,
         reason_codes=codes,
         findings=tuple(findings),
         claims=tuple(claims),
+        answer_checked=answer_checked,
     )
 
 
@@ -220,9 +228,11 @@ def _verify(
         if answer is not None and claim.slot not in answered:
             answered.add(claim.slot)
             _check_answer(index, claim, slot, replayed, answer, report)
-        codes = tuple(
-            sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
-        )
+        codes: tuple[R, ...] = ()
+        if len(report.findings) > before:
+            codes = tuple(
+                sorted({f.code for f in report.findings[before:]}, key=_CODE_ORDER.__getitem__)
+            )
         results.append(ClaimResult(index=index, slot=claim.slot, passed=not codes, codes=codes))
     if answer is not None:
         for name in answer:
@@ -290,7 +300,13 @@ def _check_contract(
 def _index_receipts(
     ledger: Ledger, receipt_digests: list[str], report: _Report
 ) -> dict[str, Receipt | None]:
-    """Map receipt id -> receipt; an id whose copies conflict maps to None (unusable)."""
+    """Map receipt id -> receipt; a receipt that is ambiguous maps to None (unusable).
+
+    Ambiguous: its id has copies of different content (COVERAGE_CONFLICTING_RECEIPT_ID), or
+    another receipt of the same call, response and value path says something else
+    (COVERAGE_CONFLICTING_RECEIPTS): one response holds one value at one path, so two different
+    records of it mean the ledger contradicts itself, whether or not either is cited.
+    """
     by_id: dict[str, Receipt | None] = {}
     digest_of: dict[str, str] = {}
     for index, (receipt, rdigest) in enumerate(zip(ledger.receipts, receipt_digests, strict=True)):
@@ -303,7 +319,47 @@ def _index_receipts(
         else:
             report.add(R.COVERAGE_CONFLICTING_RECEIPT_ID, f"ledger.receipts[{index}]", got=rid)
             by_id[rid] = None
+    sites = [(r.call_id, r.response_hash, r.source_path) for r in ledger.receipts]
+    if len(set(sites)) != len(sites):  # rare: only then look for records that disagree
+        _find_conflicts(ledger, sites, receipt_digests, by_id, report)
     return by_id
+
+
+def _find_conflicts(
+    ledger: Ledger,
+    sites: list[tuple[str, str, str]],
+    receipt_digests: list[str],
+    by_id: dict[str, Receipt | None],
+    report: _Report,
+) -> None:
+    """Report each receipt that records a (call, response, path) differently from the first
+    record of it (COVERAGE_CONFLICTING_RECEIPTS); both become unusable."""
+    first_at: dict[tuple[str, str, str], Receipt] = {}
+    seen: set[str] = set()
+    for index, (receipt, site, rdigest) in enumerate(
+        zip(ledger.receipts, sites, receipt_digests, strict=True)
+    ):
+        if rdigest in seen:
+            continue  # an identical copy (COVERAGE_DUPLICATE_RECEIPT_ID when the id repeats)
+        seen.add(rdigest)
+        first = first_at.setdefault(site, receipt)
+        if first is not receipt and _content(first) != _content(receipt):
+            report.add(
+                R.COVERAGE_CONFLICTING_RECEIPTS,
+                f"ledger.receipts[{index}]",
+                first.receipt_id,
+                receipt.receipt_id,
+            )
+            by_id[first.receipt_id] = None
+            by_id[receipt.receipt_id] = None
+
+
+def _content(receipt: Receipt) -> bytes:
+    """A receipt's canonical bytes without its id: what two records of one value must share.
+
+    Canonical bytes, not ``==``: Python's ``120 == 120.0`` would hide a rewritten value.
+    """
+    return canonical_bytes(msgspec.structs.replace(receipt, receipt_id=""))
 
 
 def _check_coverage(

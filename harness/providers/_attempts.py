@@ -1,13 +1,18 @@
 """The attempt machine every networked provider shares (Gemini, OpenAI-compatible endpoints).
 
-What is the same for each: one attempt is journaled as begun, its blocking client call runs on
-a worker thread (``trio.to_thread.run_sync(..., abandon_on_cancel=True)``) under
-``trio.fail_after(deadline_s)`` while a capturing transport records its wire facts, and it ends
-as a record: succeeded, failed (a failure kind and a one-line, redacted detail) or abandoned
-(the deadline passed, or the caller cancelled; the server-side outcome is unknown). Exactly one
-identical retry follows, and only after a transport failure before any response byte
-(``PRE_OUTPUT_FAILURES``). Stored request and response bytes are redacted first. The preflight
-probe (one request that spends no tokens) is journaled the same way.
+What is the same for each: one attempt is journaled as begun, waits for one of the process's
+provider call slots (``harness.capacity``; none within the deadline: ``local_capacity``, never
+sent), then its blocking client call runs on a worker thread holding that slot
+(``trio.to_thread.run_sync(..., abandon_on_cancel=True)``) under ``trio.fail_after(deadline_s)``
+- a deadline the capturing transport enforces on the thread too - while the transport records
+its wire facts, and it ends as a record: succeeded, failed (a failure kind and a one-line,
+redacted detail) or abandoned (the deadline passed, or the caller cancelled; the server-side
+outcome is unknown). Exactly one identical retry follows, and only after a transport failure
+before any response byte (``PRE_OUTPUT_FAILURES``). Everything stored is redacted first
+(``Credential``: every spelling of the key, raw or escaped): request and response bytes, the
+failure detail, the fields the endpoint writes (model version, response id, finish reason) and
+the judged output the study keeps. The preflight probe (one request that spends no tokens) is
+journaled the same way.
 
 What differs lives in the provider: the client and its call, how an exception maps to a
 failure kind, how a 200 reply is judged, its usage, model and price (the hooks of
@@ -21,16 +26,17 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 
 import httpx2
 import msgspec
 import trio
 
+from harness import capacity
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.json_schema import validate_response
 from harness.log import get_logger
-from harness.providers._capture import Capture, bind, unbind
+from harness.providers._capture import AttemptDeadlineError, Capture, bind, unbind
 from harness.providers.audit import (
     AttemptIntent,
     AttemptRecord,
@@ -41,7 +47,7 @@ from harness.providers.audit import (
     schema_detail,
 )
 from harness.providers.config import GenerationConfig, PriceTable, config_digest
-from harness.providers.credentials import Credential
+from harness.providers.credentials import Credential, KeyScan
 from harness.providers.kinds import (
     PRE_OUTPUT_FAILURES,
     AttemptStatus,
@@ -132,6 +138,62 @@ def _run(call: Callable[[], R], capture: Capture) -> _Outcome[R]:
         unbind()
 
 
+def _past_deadline(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps: the clients wrap transport errors) is the
+    transport's ``AttemptDeadlineError``."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, AttemptDeadlineError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class _Slot:
+    """One provider call slot (``harness.capacity``), reserved before the attempt's deadline
+    starts, then handed to ``trio.to_thread.run_sync`` as its limiter: trio releases it when the
+    worker thread ends, even after the call was abandoned at its deadline."""
+
+    def __init__(self, limiter: trio.CapacityLimiter) -> None:
+        self._limiter = limiter
+        self.held = False
+        self._handed = False
+
+    @property
+    def total(self) -> int:
+        """How many slots the process has."""
+        return int(self._limiter.total_tokens)
+
+    async def reserve(self) -> None:
+        """Wait for a free slot."""
+        await self._limiter.acquire_on_behalf_of(self)
+        self.held = True
+
+    def handed(self) -> trio.CapacityLimiter:
+        """This reserved slot, shaped as the limiter ``to_thread.run_sync`` takes."""
+        return cast("trio.CapacityLimiter", self)
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        """Called by trio before it starts the thread: the slot is already held."""
+        self._handed = True
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        """Called by trio when the thread has ended (or could not start)."""
+        self._release()
+
+    def release_unless_handed(self) -> None:
+        """Free the slot if no thread ever took it (cancelled before the call started)."""
+        if not self._handed:
+            self._release()
+
+    def _release(self) -> None:
+        if self.held:
+            self.held = False
+            self._limiter.release_on_behalf_of(self)
+
+
 class NetworkProvider(ABC, Generic[R]):
     """Base of the providers that call a model over HTTP; ``R`` is their client's reply type."""
 
@@ -151,6 +213,10 @@ class NetworkProvider(ABC, Generic[R]):
     def base_url(self) -> str:
         """The endpoint every call goes to."""
         return self._base_url
+
+    def key_scan(self) -> KeyScan | None:
+        """The matcher of this provider's key (None: it sends none)."""
+        return None if self._credential is None else self._credential.scan()
 
     def close(self) -> None:
         """Close the HTTP connections (calls still running on abandoned threads may fail)."""
@@ -200,8 +266,26 @@ class NetworkProvider(ABC, Generic[R]):
 
     # The machine.
 
+    def _failure(self, error: Exception, capture: Capture) -> tuple[FailureKind, str]:
+        """The failure of a call that raised: a reply over the bound first, whoever wrapped it."""
+        if capture.too_large is not None:
+            return FailureKind.RESPONSE_TOO_LARGE, capture.too_large
+        return self._classify(error, capture)
+
     def _redact(self, text: str) -> str:
         return text if self._credential is None else self._credential.redact(text)
+
+    def _redact_field(self, value: str | None) -> str | None:
+        return None if value is None else self._redact(value)
+
+    def _redact_output(self, output: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The judged output with the key masked in every string: what the study keeps of a
+        reply (actions, messages, answers) never carries it."""
+        if output is None or self._credential is None:
+            return output
+        clean, _ = self._credential.redact_value(output)
+        result: dict[str, Any] = clean
+        return result
 
     def _store(
         self, audit: Audit, data: bytes | None, domain: Domain
@@ -239,14 +323,14 @@ class NetworkProvider(ABC, Generic[R]):
             config_digest=config_digest(config),
         )
         audit.journal.begin(intent)
-        capture = Capture()
+        capture = Capture(deadline=time.monotonic() + config.gemini.deadline_s)
         started = time.perf_counter()
         bind(capture)
         try:
             call()
             failure, detail = None, None
         except Exception as e:  # noqa: BLE001 - every failure of the probe is its verdict
-            failure, detail = self._classify(e, capture)
+            failure, detail = self._failure(e, capture)
         finally:
             unbind()
         latency_ms = (time.perf_counter() - started) * 1000.0
@@ -337,10 +421,36 @@ class NetworkProvider(ABC, Generic[R]):
         capture = Capture()
         started = time.perf_counter()
         outcome: _Outcome[R] | None = None
+        slot = _Slot(capacity.current().providers)
         try:
+            with trio.move_on_after(deadline_s):
+                await slot.reserve()
+            if not slot.held:
+                record = record_fields(
+                    capture=capture,
+                    latency_ms=(time.perf_counter() - started) * 1000.0,
+                    response=None,
+                    abandoned=None,
+                    failure=FailureKind.LOCAL_CAPACITY,
+                    detail=(
+                        f"not sent: all {slot.total} provider call slots of this process stayed "
+                        f"busy for the {deadline_s} s deadline (calls given up at their "
+                        "deadline still running); a local failure, not the model's"
+                    ),
+                    judgement=None,
+                )
+                audit.journal.end(record)
+                return record, None
+            # The deadline runs from here: the worker thread holds it too (the transport cuts
+            # every timeout to the time left), so an abandoned call frees its slot at the
+            # deadline, not when the endpoint lets go.
+            capture.deadline = time.monotonic() + deadline_s
+            started = time.perf_counter()  # latency is the call's, not the wait for a slot
             with trio.fail_after(deadline_s):
                 outcome = await trio.to_thread.run_sync(
-                    functools.partial(_run, call, capture), abandon_on_cancel=True
+                    functools.partial(_run, call, capture),
+                    abandon_on_cancel=True,
+                    limiter=slot.handed(),
                 )
         except trio.TooSlowError:
             outcome = None
@@ -356,7 +466,12 @@ class NetworkProvider(ABC, Generic[R]):
             )
             audit.journal.end(record)
             raise
+        finally:
+            slot.release_unless_handed()
         latency_ms = (time.perf_counter() - started) * 1000.0
+        if outcome is not None and outcome.error is not None and _past_deadline(outcome.error):
+            # The thread's own deadline check ended the call a moment before trio's did.
+            outcome = None
         if outcome is None:
             record = record_fields(
                 capture=capture,
@@ -376,7 +491,7 @@ class NetworkProvider(ABC, Generic[R]):
         failure: FailureKind | None
         detail: str | None
         if outcome.error is not None:
-            failure, detail = self._classify(outcome.error, capture)
+            failure, detail = self._failure(outcome.error, capture)
         else:
             assert outcome.response is not None
             judgement = self._judge(outcome.response, request.response_schema)
@@ -391,7 +506,7 @@ class NetworkProvider(ABC, Generic[R]):
             judgement=judgement,
         )
         audit.journal.end(record)
-        return record, None if judgement is None else judgement.output
+        return record, None if judgement is None else self._redact_output(judgement.output)
 
     def _record(
         self,
@@ -423,7 +538,11 @@ class NetworkProvider(ABC, Generic[R]):
         )
         usage = self._usage(response)
         price = self._attempt_price(config)
-        model_version, response_id = (None, None) if response is None else self._served(response)
+        # The endpoint writes these too (a gateway can echo anything): stored only redacted.
+        served = (None, None) if response is None else self._served(response)
+        finish = None if judgement is None else judgement.finish_reason
+        model_version, response_id, finish = (self._redact_field(x) for x in (*served, finish))
+        fields_redacted = (model_version, response_id, finish) != (*served, finish)
         kind = abandoned if abandoned is not None else failure
         record = intent.ended(
             base_url=self._base_url,
@@ -443,8 +562,8 @@ class NetworkProvider(ABC, Generic[R]):
             response_blob=response_blob,
             response_bytes=stored_bytes,
             response_complete=complete,
-            redacted=request_redacted or response_redacted,
-            finish_reason=None if judgement is None else judgement.finish_reason,
+            redacted=request_redacted or response_redacted or fields_redacted,
+            finish_reason=finish,
             model_version=model_version,
             response_id=response_id,
             usage=usage,

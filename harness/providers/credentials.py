@@ -8,7 +8,9 @@ silently) nor any child process can see them. A key read from a named variable i
 the environment too, so no child inherits it.
 
 The key lives only inside a ``Credential``: its repr names the source, never the key; it refuses
-pickling; it can mask itself out of any string or byte string before that is recorded. Error
+pickling; it can mask itself out of any string, byte string or JSON value before that is
+recorded, in every spelling a decoder turns back into the key (raw, JSON ``\\uXXXX`` or
+backslash escapes at any nesting depth, percent escapes: ``key_pattern``). Error
 messages name the source and what is wrong with it, never any content.
 """
 
@@ -18,7 +20,7 @@ import os
 import re
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 import msgspec
 
@@ -31,6 +33,8 @@ __all__ = [
     "REDACTED",
     "Credential",
     "CredentialSource",
+    "KeyScan",
+    "key_pattern",
     "load_credential",
     "scrub_ambient",
 ]
@@ -57,29 +61,109 @@ class CredentialSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
         return f"{noun} {self.name!r}"
 
 
+def _spellings(char: str) -> str:
+    """A regex for one key character as it may be written in stored text: itself, a JSON
+    ``\\uXXXX`` escape behind any number of backslashes (JSON inside JSON), a backslash escape
+    (``\\/``, ``\\"``, ``\\\\``) or a percent escape."""
+    code = ord(char)
+    hexes = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:04x}")
+    pct = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:02x}")
+    options = [re.escape(char), r"\\+u" + hexes, "%" + pct]
+    if char in '"/\\':
+        options.append(r"\\+" + re.escape(char))
+    return "(?:" + "|".join(options) + ")"
+
+
+def key_pattern(key: str) -> re.Pattern[str]:
+    """Every spelling of ``key`` that text can carry and a JSON or URL decoder turns back into
+    the key: raw, JSON-escaped (any character, at any depth of nesting) or percent-escaped."""
+    return re.compile("".join(_spellings(c) for c in key))
+
+
+class KeyScan:
+    """Finds one key, in any spelling ``key_pattern`` knows, in text or bytes.
+
+    Built from a ``Credential`` for the time of a scan (audit, export, a store write); holds the
+    key only inside its compiled patterns and never shows it.
+    """
+
+    __slots__ = ("_bytes", "_text")
+
+    def __init__(self, key: str) -> None:
+        self._text = key_pattern(key)
+        self._bytes = re.compile(self._text.pattern.encode("ascii"))
+
+    def sub_text(self, text: str) -> tuple[str, bool]:
+        """``text`` with every spelling of the key replaced by ``[REDACTED]``, and whether any."""
+        clean, count = self._text.subn(REDACTED, text)
+        return clean, count > 0
+
+    def sub_bytes(self, data: bytes) -> tuple[bytes, bool]:
+        """``data`` with every spelling of the key replaced by ``[REDACTED]``, and whether any."""
+        clean, count = self._bytes.subn(REDACTED.encode("ascii"), data)
+        return clean, count > 0
+
+    def offsets(self, data: bytes) -> list[int]:
+        """Where the key occurs in ``data`` (byte offsets of each spelling found)."""
+        return [m.start() for m in self._bytes.finditer(data)]
+
+    def found_in(self, data: bytes) -> bool:
+        """Whether the key occurs in ``data`` in any spelling."""
+        return self._bytes.search(data) is not None
+
+    def __repr__(self) -> str:
+        return "KeyScan(key=[REDACTED])"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a KeyScan cannot be pickled")
+
+
 class Credential:
     """An API key and its source. The key is revealed only to the HTTP client."""
 
-    __slots__ = ("_key", "source")
+    __slots__ = ("_key", "_scan", "source")
 
     def __init__(self, key: str, source: CredentialSource) -> None:
         self._key = key
+        self._scan = KeyScan(key)
         self.source = source
 
     def reveal(self) -> str:
         """The key itself: pass it to the client, never to a log, record or child."""
         return self._key
 
+    def scan(self) -> KeyScan:
+        """The matcher of the key's spellings (raw, JSON- or percent-escaped)."""
+        return self._scan
+
     def redact(self, text: str) -> str:
-        """``text`` with every occurrence of the key replaced by ``[REDACTED]``."""
-        return text.replace(self._key, REDACTED)
+        """``text`` with every spelling of the key replaced by ``[REDACTED]``."""
+        return self._scan.sub_text(text)[0]
 
     def redact_bytes(self, data: bytes) -> tuple[bytes, bool]:
-        """``data`` with the key masked, and whether it occurred."""
-        needle = self._key.encode("ascii")
-        if needle not in data:
-            return data, False
-        return data.replace(needle, REDACTED.encode("ascii")), True
+        """``data`` with every spelling of the key masked, and whether one occurred."""
+        return self._scan.sub_bytes(data)
+
+    def redact_value(self, value: Any) -> tuple[Any, bool]:
+        """A JSON-like ``value`` with the key masked in every string (object keys included),
+        and whether one occurred."""
+        if isinstance(value, str):
+            return self._scan.sub_text(value)
+        if isinstance(value, dict):
+            found = False
+            clean: dict[Any, Any] = {}
+            for k, v in value.items():
+                k2, a = self.redact_value(k)
+                v2, b = self.redact_value(v)
+                clean[k2] = v2
+                found = found or a or b
+            return (clean, True) if found else (value, False)
+        if isinstance(value, (list, tuple)):
+            parts = [self.redact_value(v) for v in value]
+            if any(b for _, b in parts):
+                return type(value)(v for v, _ in parts), True
+            return value, False
+        return value, False
 
     def __repr__(self) -> str:
         return f"Credential(source={self.source.describe()}, key={REDACTED})"

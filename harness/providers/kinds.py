@@ -82,6 +82,9 @@ class FailureKind(StrEnum):
     HTTP_UNEXPECTED_STATUS = "http_unexpected_status"
     # A 200 whose content is unusable.
     MALFORMED_RESPONSE = "malformed_response"
+    # A reply body over the frozen bound (``limits.MAX_REPLY_BYTES``, as received or
+    # decompressed; a plug-in's encoded answer): cut off, its first bytes kept.
+    RESPONSE_TOO_LARGE = "response_too_large"
     BLOCKED = "blocked"
     NO_CANDIDATES = "no_candidates"
     MAX_TOKENS = "max_tokens"
@@ -93,6 +96,9 @@ class FailureKind(StrEnum):
     CLIENT_ERROR = "client_error"
     # A planner plug-in raised instead of returning an action (a study outcome, never a crash).
     PLUGIN_ERROR = "plugin_error"
+    # Never sent: every provider call slot of this process stayed busy for the attempt's whole
+    # deadline (``harness.capacity``). A local failure, never the model's timeout.
+    LOCAL_CAPACITY = "local_capacity"
 
 
 PRE_OUTPUT_FAILURES: Final = frozenset(
@@ -115,6 +121,8 @@ class InfrastructureCause(StrEnum):
     QUOTA = "quota"
     NOT_FOUND = "not_found"
     CONNECTION = "connection"
+    # This process had no capacity left to send the request (``harness.capacity``).
+    LOCAL_CAPACITY = "local_capacity"
 
 
 INFRASTRUCTURE_FAILURES: Final = {
@@ -124,12 +132,14 @@ INFRASTRUCTURE_FAILURES: Final = {
     FailureKind.CONNECT_ERROR: InfrastructureCause.CONNECTION,
     FailureKind.CONNECT_TIMEOUT: InfrastructureCause.CONNECTION,
     FailureKind.POOL_TIMEOUT: InfrastructureCause.CONNECTION,
+    FailureKind.LOCAL_CAPACITY: InfrastructureCause.LOCAL_CAPACITY,
 }
 """Failures that measure an outage, not the model: a rejected key, an exhausted quota (after the
-frozen retry rule, which never retries them), a missing model, or no connection at all (DNS
-failure included). They trip the run's circuit breaker and a cell made only of them is never
-committed. Every other failure (an unusable reply, a server error, a transport failure after
-the request was sent) is a study outcome and stays in the denominator."""
+frozen retry rule, which never retries them), a missing model, no connection at all (DNS
+failure included), or no capacity left in this process to send the request. They trip the
+run's circuit breaker and a cell made only of them is never committed. Every other failure (an
+unusable reply, a server error, a transport failure after the request was sent) is a study
+outcome and stays in the denominator."""
 
 
 def infrastructure_cause(kind: FailureKind | None) -> InfrastructureCause | None:

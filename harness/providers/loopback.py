@@ -17,7 +17,8 @@ The server listens on a loopback port (0: a free one), records every request it 
 the replies it delivered with the tokens they reported (``served``), and answers each one with
 the next scripted ``Answer``: a well-formed reply, an HTTP error (JSON or HTML), a malformed or
 truncated body, a blocked or empty reply, a disconnect before any response byte, a connection
-reset after the request was read, a partial body, or a reply slower than the client's timeout.
+reset after the request was read, a partial body, a reply slower than the client's timeout, or a
+streamed body (``huge``, ``endless``, ``gzip_bomb``, ``drip``: what a hostile endpoint can send).
 Besides the script: ``deny_key`` answers every request as a revoked key would (Gemini 403
 ``PERMISSION_DENIED``, OpenAI 401); ``status_every=(N, CODE)`` answers every N-th model request
 with HTTP CODE (429: a quota error) in the shape's own error format; ``hold`` keeps every
@@ -32,12 +33,16 @@ ever rides on a reused socket and each attempt is one connection.
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import struct
+import sys
 import threading
+import time
+import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -59,8 +64,12 @@ __all__ = [
     "chat_output",
     "chat_text",
     "disconnect_before_response",
+    "drip",
     "echo_credential",
+    "endless",
     "error",
+    "gzip_bomb",
+    "huge",
     "model_metadata",
     "model_object",
     "no_candidates",
@@ -69,6 +78,7 @@ __all__ = [
     "reset_after_request",
     "slow",
     "status_error",
+    "stream",
     "text",
 ]
 
@@ -94,7 +104,7 @@ _CHAT_KIND: Final = {
     429: "rate_limit_exceeded",
 }
 
-AnswerKind = Literal["reply", "disconnect", "reset", "partial", "slow", "echo_credential"]
+AnswerKind = Literal["reply", "disconnect", "reset", "partial", "slow", "echo_credential", "stream"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,11 @@ class Answer:
     payload: bytes = b""
     delay_s: float = 0.0
     then: Answer | None = None
+    # ``stream``: the body's pieces, made afresh for each request; a declared length (None:
+    # the body ends when the connection closes) and a content coding.
+    chunks: Callable[[], Iterator[bytes]] | None = None
+    length: int | None = None
+    encoding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -322,6 +337,80 @@ def _usage_of(shape: Shape, payload: bytes) -> tuple[int, int, int] | None:
     return int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), 0
 
 
+# --- Streamed bodies (what a hostile endpoint can send; either shape) ----------------------
+
+
+def _repeat(piece: bytes, count: int | None, delay_s: float = 0.0) -> Iterator[bytes]:
+    sent = 0
+    while count is None or sent < count:
+        if delay_s:
+            time.sleep(delay_s)
+        yield piece
+        sent += 1
+
+
+def huge(size: int) -> Answer:
+    """A 200 whose body (declared with its length) is ``size`` bytes of JSON whitespace."""
+    piece = b" " * (64 << 10)
+    count = -(-size // len(piece))
+    return Answer(
+        "stream",
+        chunks=functools.partial(_repeat, piece, count),
+        length=count * len(piece),
+    )
+
+
+def endless() -> Answer:
+    """A 200 whose body never ends (no length: it would end only when the connection closes)."""
+    return Answer("stream", chunks=functools.partial(_repeat, b" " * (64 << 10), None))
+
+
+@functools.cache
+def _bomb(size: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1 << 20)
+    parts = [packer.compress(block) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.flush()])
+
+
+def gzip_bomb(size: int = 1 << 30) -> Answer:
+    """A 200 with ``Content-Encoding: gzip`` whose body inflates to ``size`` zero bytes (1 GiB:
+    about 1 MiB on the wire)."""
+    data = _bomb(size)
+    return Answer("stream", chunks=lambda: iter((data,)), length=len(data), encoding="gzip")
+
+
+def drip(interval_s: float) -> Answer:
+    """A 200 that declares a 1 MiB body and sends it one byte per ``interval_s``: every read
+    succeeds well within any read timeout, and the reply never finishes."""
+    return Answer(
+        "stream", chunks=functools.partial(_repeat, b" ", None, interval_s), length=1 << 20
+    )
+
+
+def stream(handler: BaseHTTPRequestHandler, answer: Answer, stopping: threading.Event) -> None:
+    """Play a ``stream`` answer on ``handler`` until it ends, the client leaves or the server
+    stops (either wire shape: the body is the same bytes)."""
+    assert answer.chunks is not None
+    handler.close_connection = True
+    try:
+        handler.send_response(answer.status)
+        handler.send_header("Content-Type", answer.content_type)
+        if answer.length is not None:
+            handler.send_header("Content-Length", str(answer.length))
+        if answer.encoding is not None:
+            handler.send_header("Content-Encoding", answer.encoding)
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for piece in answer.chunks():
+            if stopping.is_set():
+                return
+            handler.wfile.write(piece)
+            handler.wfile.flush()
+    except OSError:
+        return  # the client stopped reading and closed the connection
+
+
 Responder = Callable[["RecordedRequest"], Answer]
 """Answers one model request from its bytes (called on the server's threads)."""
 
@@ -331,8 +420,8 @@ class Served:
     """What the server counted: requests received, replies delivered, tokens they reported.
 
     ``delivered`` counts replies with status 200 written in full (metadata replies included);
-    the token sums are those of the model replies among them. A reply held back, cut off or
-    never answered is not delivered.
+    the token sums are those of the model replies among them. A reply held back, cut off, never
+    answered or streamed (``huge``, ``endless``, ``gzip_bomb``, ``drip``) is not delivered.
     """
 
     requests: int = 0
@@ -467,6 +556,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         elif answer.kind == "partial":
             self._send(answer.status, answer.content_type, answer.payload, cut=True)
+        elif answer.kind == "stream":
+            stream(self, answer, self.server.state.stopping)
         elif answer.kind == "echo_credential":
             if self.server.state.shape == "gemini":
                 key = recorded.headers.get("x-goog-api-key", "")
@@ -507,6 +598,19 @@ class _Server(ThreadingHTTPServer):
     # of 5 would refuse some of them, which the client sees as a transport failure.
     request_queue_size = 256
     state: _State
+    dropped_clients: int = 0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request is not a server fault: count it, print nothing.
+
+        The stdlib prints a traceback to stderr for it, which lands in a test's captured output;
+        anything else is still reported as the stdlib does.
+        """
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            with self.state.lock:
+                self.dropped_clients += 1
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeEndpoint:
@@ -624,6 +728,12 @@ class FakeEndpoint:
         """Answer every request from now on as a revoked key would (False: serve again)."""
         with self._server.state.lock:
             self._server.state.deny_key = deny
+
+    @property
+    def dropped_clients(self) -> int:
+        """How many clients went away mid-request (reset or closed socket); never printed."""
+        with self._server.state.lock:
+            return self._server.dropped_clients
 
     def hold(self) -> None:
         """Keep every reply back from now on, until ``release`` (or the server stops)."""

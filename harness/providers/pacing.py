@@ -22,6 +22,7 @@ import msgspec
 import trio
 
 from harness.providers.audit import Audit
+from harness.providers.credentials import KeyScan
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
 
@@ -62,6 +63,12 @@ class PacedProvider:
     def name(self) -> ProviderName:
         """The wrapped provider's name."""
         return self._inner.name
+
+    def key_scan(self) -> KeyScan | None:
+        """The wrapped provider's key matcher (None: it sends no key), so the store still
+        refuses any write holding the key when the run is paced."""
+        scan = getattr(self._inner, "key_scan", None)
+        return scan() if callable(scan) else None
 
     async def generate(self, request: ProviderRequest, audit: Audit) -> ProviderResult:
         """Wait for the pace, then let the wrapped provider answer ``request``."""

@@ -10,10 +10,14 @@ Trusted code: the plug-in is imported and called in the harness process itself, 
 privileges, unlike tools, which run in the sandbox. Run only code you would run yourself.
 
 Its source bytes (the file named, or the module's file) are digested (``provider.planner-
-plugin.v1``) into the run identity, so ``v2 resume`` refuses a store whose plug-in changed. An
-exception, a reply that is not JSON or one that fails the action schema is recorded as a failed
-attempt of that decision (``plugin_error``, ``output_not_json``, ``schema_mismatch``): a study
-outcome in the denominator, never a crash, never the circuit breaker.
+plugin.v1``) into the run identity, so ``v2 resume`` refuses a store whose plug-in changed; the
+very bytes digested are compiled and run (no bytecode cache is consulted), so the digest is of
+the code that runs. Modules the plug-in itself imports load as Python loads them. An
+exception, a reply that is not JSON, one larger than ``limits.MAX_REPLY_BYTES`` once encoded
+(its first bytes kept) or one that fails the action schema is recorded as a failed attempt of
+that decision (``plugin_error``, ``output_not_json``, ``response_too_large``,
+``schema_mismatch``): a study outcome in the denominator, never a crash, never the circuit
+breaker.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -32,6 +37,7 @@ from harness.json_schema import validate_response
 from harness.providers.audit import AttemptIntent, Audit, Usage, detail_line, schema_detail
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
+from harness.providers.limits import KEPT_PREFIX_BYTES, MAX_REPLY_BYTES
 from harness.providers.planner import PlannerAction, PlannerView
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult
 
@@ -95,47 +101,55 @@ def _source(target: str) -> Path:
     return Path(found.origin)
 
 
-def resolve_plugin(spec: str) -> PlannerPlugin:
-    """Check ``spec`` and digest the plug-in's source bytes (the plug-in is not imported).
-
-    Raises:
-        ProviderSelectionError: the spec is malformed or names no readable source.
-    """
+def _read_source(spec: str) -> tuple[str, Path, bytes]:
     target, _ = _parse(spec)
     path = _source(target)
     try:
         data = path.read_bytes()
     except OSError as e:
         raise ProviderSelectionError(f"--planner: cannot read {path}: {e.strerror}") from e
+    return target, path, data
+
+
+def resolve_plugin(spec: str) -> PlannerPlugin:
+    """Check ``spec`` and digest the plug-in's source bytes (the plug-in is not imported).
+
+    Raises:
+        ProviderSelectionError: the spec is malformed or names no readable source.
+    """
+    _, _, data = _read_source(spec)
     return PlannerPlugin(spec=spec, digest=digest_bytes(Domain.PLANNER_PLUGIN, data))
 
 
 def load_plugin(plugin: PlannerPlugin) -> Any:
-    """Import the plug-in and return its ``ATTR`` (trusted code runs here).
+    """Run the plug-in's source and return its ``ATTR`` (trusted code runs here).
+
+    The file is read once; those bytes are digested, compared with the identity's digest,
+    compiled and executed. No bytecode cache is read or written: a planted ``__pycache__``
+    (an unchecked-hash ``.pyc`` is never compared with its source) cannot run in place of
+    the code the store records.
 
     Raises:
         ProviderSelectionError: the source changed since it was digested, it cannot be
-            imported, or the attribute has no callable ``respond``.
+            compiled or run, or the attribute has no callable ``respond``.
     """
-    again = resolve_plugin(plugin.spec)
-    if again.digest != plugin.digest:
+    target, path, data = _read_source(plugin.spec)
+    digest = digest_bytes(Domain.PLANNER_PLUGIN, data)
+    if digest != plugin.digest:
         raise ProviderSelectionError(
-            f"--planner {plugin.spec}: its source is {again.digest}, not {plugin.digest}"
+            f"--planner {plugin.spec}: its source is {digest}, not {plugin.digest}"
         )
-    target, attr = _parse(plugin.spec)
-    # Loaded from the very file that was digested (a module name is resolved to its file),
-    # under a private name, so what runs is what the identity binds.
+    _, attr = _parse(plugin.spec)
+    # A private module name, so the plug-in never shadows (or is shadowed by) a real module.
     name = f"_harness_planner_{plugin.digest[7:23]}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
     try:
-        loaded = importlib.util.spec_from_file_location(name, _source(target))
-        if loaded is None or loaded.loader is None:
-            raise ProviderSelectionError(f"--planner: cannot import {target}")
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[name] = module
-        loaded.loader.exec_module(module)
-    except ProviderSelectionError:
-        raise
-    except Exception as e:  # a plug-in that fails to import is refused in one line
+        code = compile(data, str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - the plug-in is trusted code the user named
+    except Exception as e:  # a plug-in that fails to load is refused in one line
+        del sys.modules[name]
         raise ProviderSelectionError(
             f"--planner: importing {target} failed: {type(e).__name__}: {e}"
         ) from e
@@ -214,6 +228,7 @@ class PluginPlanner:
         sent = msgspec.json.encode(plugin_request(request))
         started = time.perf_counter()
         reply: bytes | None = None
+        complete = True
         output: dict[str, Any] | None = None
         failure: FailureKind | None = None
         detail: str | None = None
@@ -225,15 +240,24 @@ class PluginPlanner:
         else:
             try:
                 reply = msgspec.json.encode(answer)
-                value = msgspec.json.decode(reply)
             except (msgspec.EncodeError, TypeError, ValueError) as e:
                 failure, detail = FailureKind.OUTPUT_NOT_JSON, f"reply is not JSON: {e}"
             else:
-                findings = validate_response(value, request.response_schema)
-                if findings:
-                    failure, detail = FailureKind.SCHEMA_MISMATCH, schema_detail(findings)
+                if len(reply) > MAX_REPLY_BYTES:
+                    # Never a blob the store would refuse: only its first bytes are kept.
+                    failure = FailureKind.RESPONSE_TOO_LARGE
+                    detail = (
+                        f"the reply has {len(reply)} bytes as JSON (the bound is "
+                        f"{MAX_REPLY_BYTES}); its first {KEPT_PREFIX_BYTES} bytes are kept"
+                    )
+                    reply, complete = reply[:KEPT_PREFIX_BYTES], False
                 else:
-                    output = value
+                    value = msgspec.json.decode(reply)
+                    findings = validate_response(value, request.response_schema)
+                    if findings:
+                        failure, detail = FailureKind.SCHEMA_MISMATCH, schema_detail(findings)
+                    else:
+                        output = value
         latency_ms = (time.perf_counter() - started) * 1000.0
         usage = Usage(prompt_tokens=None, output_tokens=None, thought_tokens=None)
         record = intent.ended(
@@ -247,7 +271,7 @@ class PluginPlanner:
             response_hash=None if reply is None else digest_bytes(Domain.PROVIDER_RESPONSE, reply),
             response_blob=None if reply is None else audit.blobs.put(reply),
             response_bytes=0 if reply is None else len(reply),
-            response_complete=reply is not None,
+            response_complete=reply is not None and complete,
             redacted=False,
             finish_reason=None,
             model_version=self._plugin.digest,

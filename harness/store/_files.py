@@ -45,6 +45,7 @@ from harness.canonical import DIGEST_PREFIX, Domain, digest_bytes, domain_prefix
 from harness.errors import (
     DurabilityError,
     FsyncError,
+    KeyInStoreError,
     NoSpaceError,
     ShortWriteError,
     StoreError,
@@ -354,6 +355,9 @@ class Durable:
     def __init__(self, ops: FileOps) -> None:
         self.ops = ops
         self.swap = True  # cleared once the file system refuses an atomic name swap
+        # Set by a run that holds an API key (``RunStore.refuse``): bytes holding it are
+        # never written.
+        self.refuse: Callable[[bytes], bool] | None = None
 
     @staticmethod
     def _failure(e: OSError, action: str, what: str) -> DurabilityError:
@@ -378,7 +382,9 @@ class Durable:
             raise self._failure(e, "opening", what) from e
 
     def write_all(self, fd: int, data: bytes, what: str) -> None:
-        """Write ``data`` with one call; a short write or error stops the writer."""
+        """Write ``data`` with one call; a short write or error stops the writer, and so do
+        bytes the ``refuse`` check finds the run's key in (nothing of them is written)."""
+        self.check(data, what)
         try:
             written = self.ops.write(fd, data)
         except OSError as e:
@@ -387,6 +393,14 @@ class Durable:
             raise ShortWriteError(
                 f"short write to {what}: {written} of {len(data)} bytes (disk full?); the "
                 "writer stops, committed cells are kept: free space, then resume the store"
+            )
+
+    def check(self, data: bytes, what: str) -> None:
+        """Raise ``KeyInStoreError`` when the ``refuse`` check finds the run's key in ``data``."""
+        if self.refuse is not None and self.refuse(data):
+            raise KeyInStoreError(
+                f"the run's API key was about to be written to {what}; nothing of it was "
+                "written and the writer stops (a stored field escaped redaction)"
             )
 
     def fsync(self, fd: int, what: str) -> None:

@@ -85,6 +85,9 @@ class GenesisRecord(_Body, tag="genesis", frozen=True, kw_only=True):
     schedule_digest: Digest
     schedule_rows: Annotated[int, msgspec.Meta(ge=1)]
     identity: JsonObject = msgspec.field(default_factory=dict)
+    # What produced the first session (interpreter, platform, dependency versions): opaque to
+    # the store like the identity. Absent (not null) in stores written before it was recorded.
+    environment: JsonObject | msgspec.UnsetType = msgspec.UNSET
 
 
 class CellRecord(_Body, tag="cell", frozen=True, kw_only=True):
@@ -118,12 +121,17 @@ class Head(_Plain, frozen=True, kw_only=True):
 
 
 class SessionEntry(_Body, tag="session", frozen=True, kw_only=True):
-    """Written when a writer opens the store; ``records`` is the record count it found."""
+    """Written when a writer opens the store; ``records`` is the record count it found.
+
+    A resume's entry carries the environment of that session (the first session's is in
+    genesis); absent in the first session's entry and in stores written before it was recorded.
+    """
 
     schema_version: Literal[1] = 1
     seq: Count
     prev: Digest | None
     records: Annotated[int, msgspec.Meta(ge=1)]
+    environment: JsonObject | msgspec.UnsetType = msgspec.UNSET
 
 
 class BeginEntry(_Body, tag="begin", frozen=True, kw_only=True):

@@ -45,6 +45,7 @@ class SessionView(_EntryView, tag="session", frozen=True, kw_only=True):
     seq: Count
     prev: str | None
     records: Annotated[int, msgspec.Meta(ge=1)]
+    environment: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BeginView(_EntryView, tag="begin", frozen=True, kw_only=True):
@@ -177,7 +178,9 @@ def check_journal(p: Pass) -> None:
         else:
             assert type(view) is SessionView
             session = index
-            entry = SessionEntry(seq=index, prev=prev, records=view.records)
+            entry = SessionEntry(
+                seq=index, prev=prev, records=view.records, environment=view.environment
+            )
         prev = line.digest
         append(RangeEntry(prev, entry))
     else:

@@ -21,7 +21,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, NamedTuple
@@ -297,6 +297,7 @@ class RunStore:
         attempt_type: type[Any] | None = None,
         ops: FileOps | None = None,
         identity: Mapping[str, Any] | None = None,
+        environment: Mapping[str, Any] | None = None,
     ) -> RunStore:
         """Create a new store bound to ``lock_bytes`` and ``schedule_rows``; return its writer.
 
@@ -311,6 +312,8 @@ class RunStore:
             attempt_type: optional msgspec type each audit-group entry must match.
             ops: file operations (tests inject failures here).
             identity: the run's identity, a plain JSON object genesis binds (default empty).
+            environment: what produces this session (interpreter, platform, dependencies), a
+                plain JSON object genesis records (default: none recorded).
 
         Raises:
             StoreExistsError: ``root`` exists and is not an empty directory.
@@ -321,6 +324,9 @@ class RunStore:
         root = Path(root)
         schedule, sched = _schedule(schedule_rows)
         bound = _json_object(dict(identity or {}), "identity")
+        produced: dict[str, Any] | msgspec.UnsetType = (
+            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
+        )
         if not lock_bytes:
             raise RecordInvalidError("the study lock is empty")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -342,6 +348,7 @@ class RunStore:
                 schedule_digest=digest_bytes(Domain.SCHEDULE, sched),
                 schedule_rows=len(schedule.rows),
                 identity=bound,
+                environment=produced,
             )
             record_line, record_hash = encode_line(Domain.STORE_RECORD, canonical_bytes(genesis))
             session = SessionEntry(seq=0, prev=None, records=1)
@@ -405,10 +412,12 @@ class RunStore:
         result_type: type[Any] | None = None,
         attempt_type: type[Any] | None = None,
         ops: FileOps | None = None,
+        environment: Mapping[str, Any] | None = None,
     ) -> Resumed:
         """Verify the store, repair a torn tail, and return a writer at the next schedule row.
 
         Only a verified contiguous prefix of this schedule, bound to this lock, is accepted.
+        ``environment`` (what produces this session) is recorded in the session's journal entry.
         A torn final record (or journal entry) is cut and kept under ``evidence/``; a HEAD
         one record behind is advanced. Attempts journaled by a dead writer are returned and
         bound into the next record.
@@ -424,6 +433,9 @@ class RunStore:
         """
         root = Path(root)
         schedule, sched = _schedule(schedule_rows)
+        produced: dict[str, Any] | msgspec.UnsetType = (
+            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
+        )
         require_store(root)
         lock = WriterLock.acquire(root / WRITER_LOCK, root)
         try:
@@ -436,6 +448,7 @@ class RunStore:
                 lock_bytes,
                 result_type=result_type,
                 attempt_type=attempt_type,
+                environment=produced,
             )
         except OSError as e:
             # Repairs (evidence, leftovers) outside the FileOps seam: still never a traceback.
@@ -458,6 +471,7 @@ class RunStore:
         *,
         result_type: type[Any] | None,
         attempt_type: type[Any] | None,
+        environment: dict[str, Any] | msgspec.UnsetType,
     ) -> Resumed:
         found = scan(root, held=True)
         report = found.report
@@ -522,7 +536,12 @@ class RunStore:
             if writer._migrate_staging(last_session, since_session):
                 orphans = orphans_of(writer._range)
             writer._append_journal(
-                SessionEntry(seq=writer._journal_count, prev=writer._journal_head, records=records)
+                SessionEntry(
+                    seq=writer._journal_count,
+                    prev=writer._journal_head,
+                    records=records,
+                    environment=environment,
+                )
             )
             writer._session = writer._journal_head
         except BaseException:
@@ -609,6 +628,12 @@ class RunStore:
                 raise RecordInvalidError(f"{what}: blob {blob} was never stored (put_blob first)")
         return tuple(sorted(set(blobs)))
 
+    def refuse(self, holds_key: Callable[[bytes], bool]) -> None:
+        """Never write bytes ``holds_key`` finds the run's API key in: such a write raises
+        ``KeyInStoreError`` with nothing of it written, and the writer stops. A backstop behind
+        redaction at the source, for a run that holds a key."""
+        self._durable.refuse = holds_key
+
     # --- blobs and journal --------------------------------------------------------------------
 
     def put_blob(self, data: bytes | bytearray | memoryview) -> str:
@@ -618,13 +643,20 @@ class RunStore:
             The blob digest ``blake3:<hex>`` (``Domain.BLOB``); storing it again is a no-op.
 
         Raises:
-            RecordInvalidError: ``data`` is not bytes.
+            RecordInvalidError: ``data`` is not bytes, or is larger than ``MAX_BLOB`` (the
+                bound every reader enforces: such a blob would make the store unreadable);
+                nothing is written.
             TamperError: a blob file with this name exists but holds other bytes.
             DurabilityError: a write or fsync failed (the writer stops).
         """
         self._guard()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise RecordInvalidError(f"a blob must be bytes, got {type(data).__name__}")
+        size = memoryview(data).nbytes
+        if size > MAX_BLOB:
+            raise RecordInvalidError(
+                f"a blob of {size} bytes is over the store's bound of {MAX_BLOB}; nothing written"
+            )
         raw = bytes(data)
         digest = digest_bytes(Domain.BLOB, raw)
         if digest in self._blobs:
@@ -647,6 +679,7 @@ class RunStore:
             return digest
         tmp = f".tmp-{name}"
         try:
+            self._durable.check(raw, "a blob")  # before its temporary file exists
             fd = self._durable.open(
                 tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a blob", dir_fd=self._blobs_fd
             )

@@ -87,8 +87,17 @@ def interval_figure(panels: Sequence[Panel], *, title: str, caption: str) -> Any
     return figure
 
 
-def interval_panels(panels: Sequence[Panel], *, title: str, caption: str) -> dict[str, bytes]:
-    """Draw ``panels`` side by side and return the figure as ``{"png", "svg", "pdf"}`` bytes."""
+_DESCRIPTION_KEY: Final = {"png": "Description", "svg": "Description", "pdf": "Subject"}
+
+
+def interval_panels(
+    panels: Sequence[Panel], *, title: str, caption: str, description: str = ""
+) -> dict[str, bytes]:
+    """Draw ``panels`` side by side and return the figure as ``{"png", "svg", "pdf"}`` bytes.
+
+    ``description`` (the run identity's line) is also written into each file's metadata as
+    plain text, so a raster figure names its run to ``grep`` as the caption does to a reader.
+    """
     import matplotlib
 
     # The SVG backend salts its element ids from this setting (random otherwise); text stays
@@ -98,7 +107,10 @@ def interval_panels(panels: Sequence[Panel], *, title: str, caption: str) -> dic
         out = {}
         for fmt in FIGURE_FORMATS:
             buffer = io.BytesIO()
-            figure.savefig(buffer, format=fmt, metadata=_METADATA[fmt])
+            metadata = dict(_METADATA[fmt])
+            if description:
+                metadata[_DESCRIPTION_KEY[fmt]] = description
+            figure.savefig(buffer, format=fmt, metadata=metadata)
             out[fmt] = buffer.getvalue()
     return out
 

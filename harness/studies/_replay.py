@@ -57,6 +57,7 @@ class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
     table_mismatches: tuple[str, ...]
     simulated: bool
     provider: str = ""
+    environment: str = ""  # what produced the store: harness.environment.describe_store
     stale_report_cells: int | None = None
     no_report: str | None = None
 

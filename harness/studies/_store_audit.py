@@ -40,6 +40,16 @@ class FailureDisplay(Protocol):
         """Show the session's failed attempts and the current streak."""
 
 
+def refuse_key(store: RunStore, provider: object) -> None:
+    """Make ``store`` refuse any write that holds ``provider``'s API key, in any spelling (a
+    backstop behind redaction: nothing stored may hold it). A provider without a key (the
+    simulated one) changes nothing; a planner plug-in's router answers for its critics'."""
+    key_scan = getattr(provider, "key_scan", None)
+    scan = key_scan() if callable(key_scan) else None
+    if scan is not None:
+        store.refuse(scan.found_in)
+
+
 def outage(attempts: Sequence[AttemptRecord]) -> str | None:
     """Why ``attempts`` (at least one) measured an outage, or None.
 

@@ -29,6 +29,7 @@ import msgspec
 from harness.errors import HarnessError, StudyLockError
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.resources import data_path
+from harness.run_identity import read_identity
 from harness.store import StoreView, read_store
 
 __all__ = ["RUN_STATES", "RunEntry", "RunState", "frozen_rows", "list_runs"]
@@ -90,13 +91,20 @@ def frozen_rows(root: Path) -> int | None:
 
 
 def _provider_model(view: StoreView) -> tuple[str, str]:
-    identity = getattr(view.genesis, "identity", None)
-    bound = identity.get("provider") if isinstance(identity, dict) else None
-    if isinstance(bound, dict) and bound.get("provider"):
-        provider = str(bound.get("provider"))
-        if isinstance(bound.get("planner"), dict):  # a planner plug-in; critics on provider
-            provider += f" + planner {bound['planner'].get('spec')}"
-        return provider, str(bound.get("model") or "none")
+    """Provider (with its endpoint when it is not the provider's own, and the planner plug-in)
+    and model, in the words of ``harness.run_identity``; a store made before genesis bound
+    them is named by its results and recorded attempts."""
+    try:
+        run = read_identity(view)
+    except HarnessError:
+        return "unknown", "unknown"
+    if run.provider != "unknown":
+        provider = run.provider
+        if run.endpoint not in ("default", "none"):
+            provider += f" at {run.endpoint}"
+        if run.planner != "none":  # a planner plug-in; critics on the provider
+            provider += f" + planner {run.planner.split(' (', 1)[0]}"
+        return provider, run.model
     providers = sorted({str(p) for r in view.cells if (p := r.result.get("provider"))})
     models = sorted({str(a.get("model")) for r in view.cells for a in r.audit if a.get("model")})
     return ", ".join(providers) or "unknown", ", ".join(models) or "unknown"

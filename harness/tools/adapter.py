@@ -21,7 +21,7 @@ recorded call. It raises only when a call cannot be hashed canonically (a non-fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
@@ -36,12 +36,14 @@ from harness.tools.catalog import catalog
 __all__ = [
     "VALUE_PATHS",
     "CallSpec",
+    "series_point_path",
     "ToolCall",
     "build_ledger",
     "receipts_for_call",
     "response_ok",
     "response_schema",
     "value_source",
+    "value_sources",
 ]
 
 _UNKNOWN: Final = "unknown"
@@ -92,6 +94,37 @@ def value_source(tool_id: str) -> Source:
         KeyError: for a tool whose response has no single value path.
     """
     return Source(tool_id=tool_id, source_path=VALUE_PATHS[tool_id])
+
+
+def series_point_path(index: int) -> str:
+    """The JSON pointer of the value of point ``index`` in a ``get_series`` response."""
+    return f"/body/points/{index}/value"
+
+
+def value_sources(call: CallSpec, periods: Sequence[str]) -> tuple[Source, ...]:
+    """Every (tool, value path) of the catalog that yields the value ``call`` observes.
+
+    A ``get_metric`` value of one site, metric and period is also point ``i`` of every
+    ``get_series`` of that site and metric whose range starts ``i`` periods earlier (``i`` from
+    0 to the period's index in ``periods``); the receipt's scope, read from the point, pins the
+    period. Every other tool's value has one source. This is the one definition of a legitimate
+    source: the contract's scope rules and the gold judge both use it.
+
+    Raises:
+        KeyError: for a tool whose response has no single value path.
+        ValueError: for a ``get_metric`` period not in ``periods``.
+    """
+    own = value_source(call.tool_id)
+    if call.tool_id != "get_metric":
+        return (own,)
+    period = call.args.get("period")
+    if not isinstance(period, str) or period not in periods:
+        raise ValueError(f"get_metric period {period!r} is not one of the world's periods")
+    last = periods.index(period)
+    return (
+        own,
+        *(Source(tool_id="get_series", source_path=series_point_path(i)) for i in range(last + 1)),
+    )
 
 
 def _status_sites(schema: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -177,7 +210,7 @@ def _sites(tool_id: str, args: Mapping[str, Any], body: Mapping[str, Any]) -> li
         return [_Site(VALUE_PATHS[tool_id], body["value"], metric, period)]
     if tool_id == "get_series" and isinstance(body.get("points"), list):
         return [
-            _Site(f"/body/points/{index}/value", point["value"], metric, _date(point.get("period")))
+            _Site(series_point_path(index), point["value"], metric, _date(point.get("period")))
             for index, point in enumerate(body["points"])
             if isinstance(point, dict) and "value" in point
         ]

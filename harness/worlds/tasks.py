@@ -22,12 +22,13 @@ from harness.ect.model import (
     Scope,
     ScopeRule,
     SlotRequirement,
+    Source,
     TaskDescriptor,
     descriptor_digest,
 )
 from harness.ect.transforms import Transform
-from harness.tools.adapter import CallSpec, value_source
-from harness.worlds.world import Split
+from harness.tools.adapter import CallSpec, value_sources
+from harness.worlds.world import PERIODS, Split
 
 __all__ = [
     "FAMILIES",
@@ -39,6 +40,7 @@ __all__ = [
     "SlotPlan",
     "Task",
     "descriptor_for",
+    "legitimate_sources",
     "oracle_digest",
     "requirements_for",
     "task_digest",
@@ -170,19 +172,27 @@ def _unique(values: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def legitimate_sources(items: Iterable[EvidenceItem]) -> tuple[Source, ...]:
+    """The (tool, value path) pairs a slot's cited receipts may come from: every source of the
+    catalog that yields one of its planned values (``value_sources``), e.g. the metric lookup
+    and the matching series point. The contract's scope rule (so the verifier) and the gold
+    judge use this one definition."""
+    return _unique(source for i in items for source in value_sources(i.call, PERIODS))
+
+
 def _rule(items: tuple[EvidenceItem, ...]) -> ScopeRule:
     return ScopeRule(
         entities=_unique(i.scope.entity for i in items),
         attributes=_unique(i.scope.attribute for i in items),
         levels=_unique(i.scope.level for i in items),
         dates=_unique(i.scope.date for i in items),
-        sources=_unique(value_source(i.call.tool_id) for i in items),
+        sources=legitimate_sources(items),
     )
 
 
 def requirements_for(descriptor: TaskDescriptor, slots: tuple[SlotPlan, ...]) -> Requirements:
     """The trusted contract R_t: per slot, the exact transform, scope, cardinality, and the
-    tools and value paths the cited receipts may come from (those of the planned calls).
+    tools and value paths the cited receipts may come from (``legitimate_sources``).
 
     Plans are built so that each slot's scope rule (a product of entities, attributes, levels
     and dates) holds exactly the planned scopes, so ``min = max = len(evidence)`` together with

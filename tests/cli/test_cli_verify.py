@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
+from harness import ect
 from harness.cli import main
 from harness.ect import MAX_INPUT_BYTES
 
@@ -211,12 +212,12 @@ def test_verify_certified_answer_complete_exit_0(tmp_path: Path) -> None:
     ("answer", "code"),
     [
         ({"total_visits": 290, "busiest_site": "site-a"}, "REPLAY_ANSWER_MISMATCH"),
-        ({"total_visits": 293.0, "busiest_site": "site-a"}, "REPLAY_ANSWER_MISMATCH"),
+        ({"total_visits": "293", "busiest_site": "site-a"}, "REPLAY_ANSWER_MISMATCH"),
         ({"total_visits": 293}, "COVERAGE_ANSWER_SLOT"),
         ({"total_visits": 293, "busiest_site": "site-a", "x": 1}, "COVERAGE_ANSWER_SLOT"),
         ([293, "site-a"], "ADAPTER_ANSWER_MALFORMED"),
     ],
-    ids=["altered-value", "float-for-int", "missing-slot", "extra-slot", "not-an-object"],
+    ids=["altered-value", "string-for-int", "missing-slot", "extra-slot", "not-an-object"],
 )
 def test_verify_answer_not_the_certified_one_continue_exit_1(
     tmp_path: Path, answer: object, code: str
@@ -224,3 +225,76 @@ def test_verify_answer_not_the_certified_one_continue_exit_1(
     result = CliRunner().invoke(main, _answer(tmp_path, answer))
     assert result.exit_code == 1, result.output
     assert json.loads(result.stdout)["reason_codes"] == [code]
+
+
+def test_verify_without_answer_says_the_answer_was_not_checked() -> None:
+    result = CliRunner().invoke(main, _args(EXAMPLE))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["decision"] == "complete"
+    assert out["answer_checked"] is False
+    assert result.stderr.strip().splitlines() == ["complete; answer: not checked (pass --answer)"]
+
+
+def test_verify_with_answer_says_it_was_checked(tmp_path: Path) -> None:
+    ok = CliRunner().invoke(
+        main, _answer(tmp_path, {"total_visits": 293.0, "busiest_site": "site-a"})
+    )
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["answer_checked"] is True
+    assert "not checked" not in ok.stderr
+    wrong = CliRunner().invoke(
+        main, _answer(tmp_path, {"total_visits": 294, "busiest_site": "site-a"})
+    )
+    assert wrong.exit_code == 1
+    assert json.loads(wrong.stdout)["answer_checked"] is True
+    assert "not checked" not in wrong.stderr
+
+
+def test_the_audited_forgery_is_refused_by_the_command(tmp_path: Path) -> None:
+    # Two receipts of one call, response and path (r1: 120, r1b: 500); the certificate cites
+    # the forged copy and re-binds the ledger digest.
+    directory = _copy(tmp_path)
+    ledger = json.loads((directory / "ledger.json").read_text())
+    cert = json.loads((directory / "certificate.json").read_text())
+    forged = {**ledger["receipts"][0], "receipt_id": "r1b", "value": 500}
+    forged["value_hash"] = ect.value_hash(500)
+    ledger["receipts"].append(forged)
+    receipts = msgspec.json.decode(json.dumps(ledger["receipts"]), type=tuple[ect.Receipt, ...])
+    cert["ledger_digest"] = ect.ledger_digest(receipts)
+    for claim in cert["claims"]:
+        claim["evidence"] = ["r1b", "r2", "r3"]
+    cert["claims"][0]["value"] = 500 + 75 + 98
+    (directory / "ledger.json").write_text(json.dumps(ledger))
+    (directory / "certificate.json").write_text(json.dumps(cert))
+    result = CliRunner().invoke(main, _args(directory))
+    assert result.exit_code == 1, result.output
+    assert "COVERAGE_CONFLICTING_RECEIPTS" in json.loads(result.stdout)["reason_codes"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("1" + "0" * 4300, "an integer has more than 4300 digits"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("1e400", "Number out of range"),
+    ],
+    ids=["too-many-digits", "too-deep", "beyond-binary64"],
+)
+def test_a_receipt_value_beyond_the_limits_is_unusable_input(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    directory = _copy(tmp_path)
+    text = (directory / "ledger.json").read_text()
+    assert '"value": 98' in text or '"value":98' in text
+    text = text.replace('"value": 98', f'"value": {value}').replace(
+        '"value":98', f'"value":{value}'
+    )
+    (directory / "ledger.json").write_text(text)
+    result = CliRunner().invoke(main, _args(directory))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ledger file ")
+    assert problem in lines[0]

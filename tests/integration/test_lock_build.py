@@ -10,12 +10,14 @@ import msgspec
 import pytest
 
 from harness.canonical import Domain, digest_bytes
+from harness.environment import Environment
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.lock import (
     COVERED_FILES,
     DEFAULT_LOCK_PATH,
     SOURCE_TREES,
     FileRole,
+    StudyLock,
     build_lock,
     check_lock,
     decode_lock,
@@ -50,7 +52,7 @@ def copy(tmp_path: Path) -> Path:
 def test_lock_committed_lock_is_current() -> None:
     # Fails whenever code, prompts, config, schedule, sandbox or manifests changed without
     # `harness lock` being run: main must always carry a lock that matches its code.
-    lines = check_lock(project_root() / DEFAULT_LOCK_PATH)
+    lines = check_lock(project_root() / DEFAULT_LOCK_PATH).stale
     assert lines == [], "the committed study lock is stale; run `harness lock`: " + "; ".join(
         lines[:5]
     )
@@ -112,7 +114,7 @@ def test_lock_pycache_does_not_change_it(copy: Path) -> None:
     cache.mkdir(exist_ok=True)
     (cache / "x.cpython-311.pyc").write_bytes(b"\x00junk")
     (copy / "harness" / "stray.pyc").write_bytes(b"junk")
-    assert check_lock(copy / DEFAULT_LOCK_PATH, copy) == []
+    assert check_lock(copy / DEFAULT_LOCK_PATH, copy).stale == []
 
 
 @pytest.mark.parametrize(
@@ -154,7 +156,7 @@ def test_lock_stale_names_each_difference(
     copy: Path, edit: Callable[[Path], object], expected: list[str]
 ) -> None:
     edit(copy)
-    assert check_lock(copy / DEFAULT_LOCK_PATH, copy) == expected
+    assert check_lock(copy / DEFAULT_LOCK_PATH, copy).stale == expected
     with pytest.raises(LockStaleError, match=r"is stale: .*; run `harness lock`$"):
         require_current(copy / DEFAULT_LOCK_PATH, copy)
 
@@ -164,7 +166,7 @@ def test_lock_generation_config_comes_from_the_study_config(copy: Path) -> None:
     document = msgspec.json.decode(path.read_bytes())
     document["generation_config"]["gemini"]["temperature"] = 0.9
     path.write_bytes(msgspec.json.encode(document))
-    assert check_lock(copy / DEFAULT_LOCK_PATH, copy) == [
+    assert check_lock(copy / DEFAULT_LOCK_PATH, copy).stale == [
         "covered file study_config schedules/v2-config.json changed",
         f"generation config is {build_lock(copy).generation_config.digest} on disk, "
         f"{read_lock(copy / DEFAULT_LOCK_PATH)[0].generation_config.digest} in the lock",
@@ -179,7 +181,7 @@ def test_lock_generation_config_comes_from_the_study_config(copy: Path) -> None:
 def test_lock_reformatted_file_is_stale(copy: Path) -> None:
     path = copy / DEFAULT_LOCK_PATH
     path.write_bytes(msgspec.json.encode(msgspec.json.decode(path.read_bytes())))
-    assert check_lock(path, copy) == [
+    assert check_lock(path, copy).stale == [
         "the lock's content matches but its bytes are not in canonical form"
     ]
 
@@ -209,46 +211,87 @@ def test_lock_decode_refuses_unknown_fields_and_garbage(copy: Path) -> None:
         read_lock(copy / "nope.json")
 
 
+def test_lock_decode_refuses_a_missing_field(copy: Path) -> None:
+    # Every field is required, the reference environment and each of its fields included.
+    data = (copy / DEFAULT_LOCK_PATH).read_bytes()
+    for drop in ("environment", "generation_config"):
+        obj = msgspec.json.decode(data)
+        del obj[drop]
+        with pytest.raises(StudyLockError, match=rf"missing required field `{drop}`"):
+            decode_lock(msgspec.json.encode(obj), origin="x")
+    obj = msgspec.json.decode(data)
+    del obj["environment"]["machine"]
+    with pytest.raises(StudyLockError, match=r"missing required field `machine`"):
+        decode_lock(msgspec.json.encode(obj), origin="x")
+
+
 def test_lock_records_this_interpreter_and_every_runtime_dependency(copy: Path) -> None:
     import importlib.metadata
     import platform
 
     lock, _ = read_lock(copy / DEFAULT_LOCK_PATH)
-    assert lock.environment is not None
     assert lock.environment.python == platform.python_version()
+    assert lock.environment.implementation == platform.python_implementation()
+    assert lock.environment.system == platform.system()
+    assert lock.environment.machine == platform.machine()
     deps = lock.environment.dependencies
     # Core and the runtime extras; never the dev tools.
     for name in ("trio", "msgspec", "blake3", "structlog", "click", "numpy"):
         assert deps[name] == importlib.metadata.version(name)
     assert deps["google-genai"] == importlib.metadata.version("google-genai")
+    assert deps["openai"] == importlib.metadata.version("openai")
     assert deps["matplotlib"] == importlib.metadata.version("matplotlib")
     assert not {"pytest", "hypothesis", "ruff", "mypy", "ect-harness"} & deps.keys()
 
 
-def test_lock_made_in_another_environment_is_stale(copy: Path) -> None:
-    path = copy / DEFAULT_LOCK_PATH
-    lock, _ = read_lock(path)
-    assert lock.environment is not None
-    other = msgspec.structs.replace(
+def _elsewhere(lock: StudyLock) -> StudyLock:
+    """The lock as if written in an environment that differs in every field."""
+    deps = dict.fromkeys(lock.environment.dependencies, "0.0.1")
+    deps["google-genai"] = "absent"
+    return msgspec.structs.replace(
         lock,
-        environment=msgspec.structs.replace(
-            lock.environment,
+        environment=Environment(
+            implementation="PyPy",
             python="3.99.0",
-            dependencies={**lock.environment.dependencies, "trio": "0.1.0"},
+            system="Plan9",
+            machine="mips",
+            dependencies={**deps, "retired-dependency": "1.0"},
         ),
     )
-    path.write_bytes(encode_lock(other))
-    (line,) = check_lock(path, copy)
-    assert line.startswith("environment is CPython ")
-    assert "3.99.0" in line
-    assert "trio 0.1.0" in line
 
 
-def test_lock_without_environment_still_reads_and_is_stale(copy: Path) -> None:
-    # A lock written before environments were recorded decodes (old stores keep reporting).
+def test_lock_made_in_another_environment_is_current_and_names_each_difference(
+    copy: Path,
+) -> None:
     path = copy / DEFAULT_LOCK_PATH
     lock, _ = read_lock(path)
-    path.write_bytes(encode_lock(msgspec.structs.replace(lock, environment=None)))
-    old, _ = read_lock(path)
-    assert old.environment is None
-    assert check_lock(path, copy)[-1].endswith(", none in the lock")
+    path.write_bytes(encode_lock(_elsewhere(lock)))
+    found = check_lock(path, copy)
+    assert found.stale == []
+    require_current(path, copy)  # never stale for an environment
+    here = lock.environment
+    assert found.environment[0] == (
+        f"interpreter {here.implementation} {here.python} here, PyPy 3.99.0 when locked"
+    )
+    assert (
+        found.environment[1]
+        == f"platform {here.system} {here.machine} here, Plan9 mips when locked"
+    )
+    assert f"google-genai {here.dependencies['google-genai']} here, absent when locked" in (
+        found.environment
+    )
+    assert f"trio {here.dependencies['trio']} here, 0.0.1 when locked" in found.environment
+    assert "retired-dependency not declared here, 1.0 when locked" in found.environment
+    assert len(found.environment) == 2 + len(here.dependencies) + 1
+
+
+def test_lock_same_python_names_only_the_version(copy: Path) -> None:
+    path = copy / DEFAULT_LOCK_PATH
+    lock, _ = read_lock(path)
+    older = msgspec.structs.replace(
+        lock, environment=msgspec.structs.replace(lock.environment, python="3.99.1")
+    )
+    path.write_bytes(encode_lock(older))
+    found = check_lock(path, copy)
+    assert found.stale == []
+    assert found.environment == [f"interpreter {lock.environment.python} here, 3.99.1 when locked"]

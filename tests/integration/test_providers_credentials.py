@@ -67,6 +67,36 @@ def test_credential_redaction() -> None:
     assert credential.redact_bytes(b"clean") == (b"clean", False)
 
 
+@pytest.mark.parametrize(
+    "key", [KEY, "ect-local-7Hq2Zp9Lw4Xv", 'k/"\\%u0041-odd'], ids=["google", "odd", "escapes"]
+)
+def test_credential_redaction_finds_every_spelling_a_decoder_turns_into_the_key(key: str) -> None:
+    credential = Credential(key, CredentialSource(kind="env", name="X"))
+    once = json.dumps(key)[1:-1]
+    every = json.dumps(key, ensure_ascii=True).replace(key[0], f"\\u{ord(key[0]):04x}", 1)[1:-1]
+    spellings = [
+        key,
+        once,  # JSON-escaped where it must be
+        every,  # the first character as \uXXXX
+        json.dumps(every)[1:-1],  # JSON inside JSON
+        f"\\u{ord(key[0]):04X}{once[1:]}",  # upper-case hex digits
+        "".join(f"%{ord(c):02X}" for c in key),  # percent-escaped
+    ]
+    for spelling in spellings:
+        text = f'{{"id": "{spelling}", "tail": 1}}'
+        clean = credential.redact(text)
+        assert clean == '{"id": "[REDACTED]", "tail": 1}', spelling
+        assert credential.redact_bytes(text.encode()) == (clean.encode(), True)
+    assert credential.scan().offsets(f"ab{every}".encode()) == [2]
+    value, found = credential.redact_value({"a": [f"x {key}"], key: (1, key)})
+    assert found
+    assert value == {"a": ["x [REDACTED]"], "[REDACTED]": (1, "[REDACTED]")}
+    assert credential.redact_value({"a": ["clean"]}) == ({"a": ["clean"]}, False)
+    assert key not in repr(credential.scan())
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(credential.scan())
+
+
 def _bad_file(tmp_path: Path, content: bytes | None) -> CredentialSource:
     path = tmp_path / "key"
     if content is not None:

@@ -99,7 +99,13 @@ def test_v2_figures_carry_intervals_and_name_provider_model_and_simulation(
     svg = " ".join(html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
     assert "SIMULATED provider, not an LLM" in svg
     assert "95% task-cluster bootstrap intervals" in svg
-    assert "Provider: simulated" in svg
-    assert "model: not recorded" in svg
+    line = build_report(store, CONFIG_PATH).document.store.run_line
+    assert line.startswith("Run: provider simulated (SIMULATED, not a language model); model ")
+    assert line in svg  # the run identity, worded as in every other report file
+    # Each format also names the run in its metadata, as plain text a search finds.
+    for name in ("figure.png", "figure.svg"):
+        assert line.encode() in files[name], name
+    pdf = line.replace("(", "\\(").replace(")", "\\)")  # a PDF string escapes parentheses
+    assert pdf.encode() in files["figure.pdf"]
     # ECT's supported completion: 3/4, interval [50, 100] drawn as a whisker with caps.
     assert "3/4" in svg

@@ -23,7 +23,7 @@ from harness.providers import select_provider
 from harness.providers.selection import ProviderFlags
 from harness.store import BeginEntry, EndEntry, read_store, verify_store
 from harness.studies.static.analysis import analyse, load_run
-from harness.studies.static.report import render_table2
+from harness.studies.static.report import REPORT_DIR, render_table2, write_report
 from harness.studies.static.run import resume_static, run_static
 
 KEY = "fake-key-static-0123456789abcdef"
@@ -91,6 +91,15 @@ def test_static_dev_run_with_gemini_audits_every_attempt(tmp_path: Path) -> None
     assert "(simulated)" not in table
     assert "| Critic core | 84 | 0 | 12 | .222 |" in table
     assert "| ECT | 0 | 0 | 0 | 1.000 |" in table
+    # Every report file names the endpoint, which is not Google's, and the same model word.
+    write_report(out)
+    endpoint = f"endpoint 127.0.0.1:{fake.port}, not Google's: a rehearsal or a proxy"
+    for path in sorted((out / REPORT_DIR).iterdir()):
+        data = path.read_bytes()
+        assert f"127.0.0.1:{fake.port}".encode() in data, path.name
+        assert b"gemini-2.5-flash" in data, path.name
+    assert f"Run: provider gemini; model gemini-2.5-flash; {endpoint};" in table
+    assert f"NOT THE PAPER'S FROZEN STUDY: {endpoint}." in table
 
 
 @pytest.mark.slow

@@ -194,6 +194,14 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     assert partial.stdout.startswith("PARTIAL: the store is not finalized; only ")
     for name in ("table2.md", "endpoints.md", "report.html"):
         assert "PARTIAL: the store is not finalized" in (store / REPORT_DIR / name).read_text()
+    # Every file carries the partial state (CSV column, TeX caption, figure) and no H1 verdict.
+    done = len(read_store(store).cells)
+    for path in sorted((store / REPORT_DIR).iterdir()):
+        data = path.read_bytes()
+        assert f"PARTIAL: {done} of 108 snapshots, not finalized".encode() in data, path.name
+        assert b"H1 passed" not in data, path.name
+        assert b"H1 failed" not in data, path.name
+    assert f"H1 (ECT vs critic core): not evaluated: {done} of 108 snapshots." in partial.stdout
     resumed = runner.invoke(main, ["static", "resume", str(store)])
     assert resumed.exit_code == 0, resumed.output
     assert "108/108 snapshots committed" in resumed.stdout

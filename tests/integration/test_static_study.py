@@ -240,6 +240,56 @@ def test_unsupported_claims_accepted_match_a_recount(run_dir: Path, results: Sta
     assert (run_dir / REPORT_DIR / "ucr.pdf").read_bytes().startswith(b"%PDF-")
 
 
+def test_secondary_endpoints_match_a_recount_in_every_breakdown(
+    run_dir: Path, results: StaticResults
+) -> None:
+    records = _records(run_dir)
+
+    def endpoints(mine: list[dict[str, Any]]) -> dict[str, int]:
+        fault = [r for r in mine if r["fault"] != "C0"]
+        clean = [r for r in mine if r["fault"] == "C0"]
+        return {
+            "U": sum(r["decision"] == "complete" for r in fault),
+            "C": sum(r["decision"] != "complete" for r in clean),
+            "S": sum(r["decision"] == "stuck" for r in fault),
+            "recoverable stuck": sum(r["decision"] == "stuck" for r in mine if r["fault"] == "F8"),
+            "extra calls": sum(r["decision"] == "continue" for r in clean),
+        }
+
+    assert [row.policy for row in results.secondary] == [row.policy for row in results.rows]
+    for row in results.secondary:
+        mine = [r for r in records if r["policy"] == row.policy]
+        counts = endpoints(mine)
+        assert (row.stuck, row.recoverable_stuck, row.extra_calls) == (
+            counts["S"],
+            counts["recoverable stuck"],
+            counts["extra calls"],
+        )
+        assert row.other_stuck == counts["S"] - counts["recoverable stuck"]
+        assert row.recoverable == sum(r["fault"] == "F8" for r in mine)
+        assert row.cleans == sum(r["fault"] == "C0" for r in mine)
+        faults = sorted({r["fault"] for r in mine})  # C0 sorts first, then F1-F8
+        assert results.endpoints_by_fault[row.policy] == {
+            f: endpoints([r for r in mine if r["fault"] == f]) for f in faults
+        }
+        assert results.endpoints_by_family[row.policy] == {
+            f: endpoints([r for r in mine if r["family"] == f])
+            for f in sorted({r["family"] for r in mine})
+        }
+    by_policy = {row.policy: row for row in results.secondary}
+    # The critic core stops on every F8 snapshot: all of its S is recoverable stuck.
+    assert by_policy["critic_core"].recoverable_stuck == by_policy["critic_core"].stuck == 36
+    write_report(run_dir)
+    text = (run_dir / REPORT_DIR / "endpoints.md").read_text()
+    assert "| Critic core | 36/288 | 36/36 | 0 | 0/36 |" in text
+    for name in ("U", "C", "S", "Recoverable stuck", "Extra calls"):
+        assert f"## {name} per fault\n" in text
+        assert f"## {name} per family\n" in text
+    page = (run_dir / REPORT_DIR / "report.html").read_text()
+    assert "Secondary endpoints: recoverable stuck and extra calls" in page
+    assert "Extra calls per family" in page
+
+
 def test_simulated_full_trace_row_is_labelled_everywhere(run_dir: Path) -> None:
     write_report(run_dir)
     for name in ("table2.md", "table2.csv", "table2.tex", "endpoints.md"):

@@ -126,6 +126,19 @@ def test_store_blob_is_content_addressed_and_idempotent(writer: RunStore) -> Non
     assert [p.name for p in (writer.root / "blobs").iterdir()] == [first[7:]]
 
 
+def test_store_blob_over_the_readers_bound_is_refused_before_writing(writer: RunStore) -> None:
+    from harness.store._files import MAX_BLOB
+
+    at_bound = bytes(MAX_BLOB)
+    with pytest.raises(RecordInvalidError, match=f"over the store's bound of {MAX_BLOB}"):
+        writer.put_blob(at_bound + b"\0")
+    assert list((writer.root / "blobs").iterdir()) == []  # no blob, no temporary file
+    digest = writer.put_blob(memoryview(at_bound))  # the bound itself is still a blob
+    del at_bound
+    assert len(read_blob(writer.root, digest)) == MAX_BLOB
+    writer.journal_begin({"row": 0})  # the writer goes on
+
+
 def test_store_corrupt_existing_blob_is_refused(writer: RunStore) -> None:
     digest = digest_bytes(Domain.BLOB, b"raw")
     (writer.root / "blobs" / digest[7:]).write_bytes(b"not raw")
@@ -446,3 +459,30 @@ def test_store_preflight_refuses_a_finalized_store(tmp_path: Path) -> None:
         f"{root} is finalized; it takes no more records",
     )
     assert verify_store(root).code is VerifyCode.OK
+
+
+def test_a_write_holding_the_runs_key_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    from harness.errors import KeyInStoreError, WriterStoppedError
+    from harness.providers.credentials import KeyScan
+
+    key = "ect-local-7Hq2Zp9Lw4Xv"
+    escaped = "\\u0065" + key[1:]  # the key, its first letter JSON-escaped
+    with RunStore.create(tmp_path / "run", LOCK, ROWS) as w:
+        w.refuse(KeyScan(key).found_in)
+        w.commit_cell(0, {"said": "nothing secret"}, [])  # clean writes go on
+        before = {p.name: p.read_bytes() for p in w.root.iterdir() if p.is_file()}
+        with pytest.raises(KeyInStoreError, match=r"^the run's API key was about to be written"):
+            w.put_blob(b'{"id": "' + escaped.encode() + b'"}')
+        with pytest.raises(WriterStoppedError):
+            w.commit_cell(1, {"said": key}, [])
+        after = {p.name: p.read_bytes() for p in w.root.iterdir() if p.is_file()}
+        assert after == before
+        assert list((w.root / "blobs").iterdir()) == []
+    with RunStore.create(tmp_path / "run2", LOCK, ROWS) as w:
+        w.refuse(KeyScan(key).found_in)
+        with pytest.raises(KeyInStoreError, match=r"records.log"):
+            w.commit_cell(0, {"said": f"the key is {escaped}"}, [])
+    assert verify_store(tmp_path / "run2").cells == 0
+    assert key.encode() not in b"".join(
+        p.read_bytes() for p in (tmp_path / "run2").rglob("*") if p.is_file()
+    )

@@ -140,7 +140,7 @@ def test_stores_finds_a_static_run(tmp_path: Path) -> None:
     assert (entry.study, entry.provider, entry.model, entry.state) == (
         "static",
         "simulated",
-        "none",
+        "simulated",  # the model word every report file uses
         "finalized",
     )
     assert entry.cells == entry.expected == 108  # one cell per snapshot

@@ -82,10 +82,17 @@ def test_v2_compare_pairs_the_table4_rates_by_task_cluster(stores: tuple[Path, P
     a, b = stores
     c = compare_stores(a, b, CONFIG_PATH)
     assert c.paired_cells == 24
-    assert c.a.provider == "simulated (not a language model), model none"
-    assert c.b.provider == "openai, model my-model-7b at 127.0.0.1:8000"
+    assert c.a.provider == (
+        "simulated (SIMULATED, not a language model); model simulated; endpoint none; "
+        "planner none; credential none"
+    )
+    assert c.b.provider == (
+        "openai; model my-model-7b; endpoint 127.0.0.1:8000; planner none; credential none"
+    )
     assert c.b.not_frozen_study.startswith("NOT THE PAPER'S FROZEN STUDY")
-    assert c.a.not_frozen_study == ""
+    assert c.a.not_frozen_study == (
+        "NOT THE PAPER'S FROZEN STUDY: the provider is simulated, not a language model."
+    )
     ect = {d.rate: d for d in c.deltas if d.policy == "ect"}
     # ECT, primary clusters w90-a and w90-b: S is 3/4 in A and 4/4 in B.
     assert (ect["S"].trials, ect["S"].a_pct, ect["S"].b_pct) == (4, 75.0, 100.0)
@@ -107,9 +114,9 @@ def test_v2_compare_cli_prints_both_identities_and_the_deltas(stores: tuple[Path
     result = CliRunner().invoke(main, ["v2", "compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "## A: simulated (not a language model), model none" in out
-    assert "## B: openai, model my-model-7b at 127.0.0.1:8000" in out
-    assert "**NOT THE PAPER'S FROZEN STUDY: the planner is openai, model my-model-7b" in out
+    assert "## A: simulated (SIMULATED, not a language model); model simulated;" in out
+    assert "## B: openai; model my-model-7b; endpoint 127.0.0.1:8000;" in out
+    assert "**NOT THE PAPER'S FROZEN STUDY: the run used provider openai; model my-model-7b" in out
     assert "| ECT | S | 4 | 75.0 | 100.0 | -25.0 |" in out
     as_json = CliRunner().invoke(main, ["v2", "compare", str(a), str(b), "--json"])
     assert as_json.exit_code == 0

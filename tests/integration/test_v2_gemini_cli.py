@@ -171,7 +171,8 @@ def test_v2_gemini_403_on_every_call_stops_unfinalized_and_commits_nothing(
     audit = _invoke("audit", str(store))
     assert audit.exit_code == 0, audit.output
     assert audit.stdout.splitlines()[0] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     assert "failures by kind: authentication_failed 4" in audit.stdout
     assert f"  authentication_failed: 4 x HTTP 403 PERMISSION_DENIED: {DENIED}" in audit.stdout
@@ -231,15 +232,54 @@ def test_v2_gemini_quota_mid_run_trips_the_breaker_after_five_in_a_row(
     assert len(fake.generate_requests) == 12
     status = _invoke("v2", "status", str(store))
     assert status.stdout.splitlines()[1] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     report = _invoke("v2", "report", str(store))
     assert report.exit_code == 0, report.output
     lines = report.stdout.splitlines()
-    assert lines[2] == "Provider: gemini, model gemini-2.5-flash."
-    assert lines[4].startswith("**PARTIAL REPORT: made at 2 of 576 cells on a store that is not")
+    endpoint = f"endpoint 127.0.0.1:{fake.port}, not Google's: a rehearsal or a proxy"
+    assert lines[2] == (
+        f"Run: provider gemini; model gemini-2.5-flash; {endpoint}; planner none; credential "
+        "key; PARTIAL: 2 of 576 cells, not finalized."
+    )
+    assert lines[4] == f"**NOT THE PAPER'S FROZEN STUDY: {endpoint}.**"
+    assert lines[6].startswith("**PARTIAL: the store is not finalized; only 2 of 576 cells")
     analysis = msgspec.json.decode((store / "report" / "analysis.json").read_bytes())
     assert analysis["partial"] is True
+    # Every report file names the endpoint and the partial state, and none gives a verdict.
+    files = _report_files(store / "report")
+    assert len(files) == 10
+    host = f"127.0.0.1:{fake.port}".encode()
+    for name, data in files.items():
+        assert host in data, name
+        assert b"PARTIAL" in data, name
+        assert b"PASS" not in data, name
+    for name in ("report.md", "report.html", "hypotheses.csv", "analysis.json"):
+        assert b"not evaluated: 2 of 576 cells" in files[name], name
+    manifest = msgspec.json.decode(files["report-manifest.json"])
+    assert manifest["store"]["not_frozen_study"] == f"NOT THE PAPER'S FROZEN STUDY: {endpoint}."
+    # Two cells: the pipelines' denominators differ, so each count carries its own.
+    table = lines.index("## Table 4") + 2
+    assert lines[table : table + 4] == [
+        "| Pipeline | U/0 | S | FC | R/0 | Turns | Calls | Transport | Rate limit | Auth | Server "
+        "| Unusable |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Current critic | 0 | 0/1 | 0/1 | 0 | 4.00 | 0.00 | 0 | 0 | 0 | 0 | 4 |",
+        "| Controller | 0 | 0/1 | 0/1 | 0 | 4.00 | 0.00 | 0 | 1 | 0 | 0 | 3 |",
+    ]
+    # The controller cell's 429 entered the denominator: said next to Table 4.
+    assert lines[table + 9] == (
+        "Provider calls: 8 calls (8 attempts) included 0 retries (0 successful) and 8 final "
+        "provider failures (1 rate limit, 7 unusable reply); under the frozen rule each final "
+        "failure maps to continue and stays in the denominator."
+    )
+    assert lines[table + 11] == (
+        "**INFRASTRUCTURE FAILURES IN THE RESULTS: 1 final provider failure is one where no "
+        "model answered (quota 1); it maps to continue and stays in the denominator, and "
+        "`harness v2 resume` cannot run it again (its cell is committed).**"
+    )
+    assert manifest["store"]["run"]["endpoint"] == f"127.0.0.1:{fake.port}"
 
 
 def test_v2_gemini_unusable_replies_never_trip_the_breaker(
@@ -324,7 +364,8 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     assert verify_store(store).cells == 2
     partial = _invoke("v2", "report", str(store))
     assert partial.exit_code == 0, partial.output
-    assert "PARTIAL REPORT: made at 2 of 576 cells" in partial.stdout
+    assert "PARTIAL: the store is not finalized; only 2 of 576 cells" in partial.stdout
+    assert "H2, H3, H4: not evaluated: 2 of 576 cells." in partial.stdout
     manifest = msgspec.json.decode((store / "report" / "report-manifest.json").read_bytes())
     assert manifest["partial"] is True
     kept = tmp_path / "kept-report"
@@ -338,7 +379,8 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     )
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout.splitlines()[1] == (
-        f"provider: gemini, model gemini-2.5-flash at {fake.base_url}"
+        f"provider: gemini; model gemini-2.5-flash; endpoint 127.0.0.1:{fake.port}, not Google's: "
+        "a rehearsal or a proxy; planner none; credential key"
     )
     assert "cells: 576/576 committed, 574 this session" in resumed.stdout
     assert not (store / "report").exists()  # the partial report is superseded
@@ -351,7 +393,7 @@ def test_v2_gemini_quota_outage_then_resume_gives_the_uninterrupted_report(
     assert "orphaned (bound after a writer died)" in audit.stdout
     # Replay names the provider and says a report made on the partial store is stale.
     replay = _invoke("replay", str(store), "--report", str(kept))
-    assert replay.stdout.splitlines()[0].startswith("provider: gemini, model gemini-2.5-flash")
+    assert replay.stdout.splitlines()[0].startswith("provider: gemini; model gemini-2.5-flash")
     assert "tables: report is stale (made at 2 cells)" in replay.stdout
     assert "cells: 576/576 replayed identically" in replay.stdout
     assert replay.exit_code == 3

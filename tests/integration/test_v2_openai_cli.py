@@ -114,7 +114,10 @@ def test_v2_openai_rejected_key_trips_the_breaker_and_binds_the_identity(
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     status = _invoke("v2", "status", str(store))
-    assert status.stdout.splitlines()[1] == f"provider: openai, model {MODEL} at {fake.base_url}"
+    assert status.stdout.splitlines()[1] == (
+        f"provider: openai; model {MODEL}; endpoint {fake.base_url.split('/')[2]}; planner none; "
+        "credential key"
+    )
     before = _snapshot(store)
     refusals = [
         (
@@ -183,16 +186,18 @@ def test_v2_plugin_run_binds_its_digest_and_resume_refuses_a_changed_plugin(
     assert all("authorization" not in r.headers for r in fake.requests)  # --no-credential
     status = _invoke("v2", "status", str(store))
     assert status.stdout.splitlines()[1] == (
-        f"provider: openai, model {MODEL} at {fake.base_url}; planner plug-in {spec} "
-        f"({bound['planner']['digest']})"
+        f"provider: openai; model {MODEL}; endpoint {fake.base_url.split('/')[2]}; planner {spec} "
+        f"({bound['planner']['digest']}); credential none"
     )
     listed = _invoke("stores", str(tmp_path), "--json")
     assert listed.exit_code == 0, listed.output
-    assert f"openai + planner {spec}" in listed.stdout
+    assert f"openai at {fake.base_url.split('/')[2]} + planner {spec}" in listed.stdout
     report = _invoke("v2", "report", str(store))
     assert report.exit_code == 0, report.output
     text = (store / "report" / "report.md").read_text()
-    assert "**NOT THE PAPER'S FROZEN STUDY: the planner is openai, model fake-model-1" in text
+    assert "**NOT THE PAPER'S FROZEN STUDY: the run used provider openai; model fake-model-1" in (
+        text
+    )
     assert spec in (store / "report" / "table4.tex").read_text().replace("\\_", "_")
     # The plug-in changes: resume refuses it before preflight, with nothing written.
     plugin.write_text(plugin.read_text() + "# edited\n")

@@ -115,9 +115,12 @@ def test_v2_report_prints_outcomes_and_strata(tmp_path: Path) -> None:
     assert "1/4 (25.0% [0.0, 50.0]) | 0/4 (0.0% [0.0, 0.0]) |" in text
     assert "| F1 | ECT | 2 | 0/1 | 2/2 | 0/1 | 1/1 | 2.00 | 0.50 |" in text
     assert "## Per-family strata (descriptive)" in text
-    # The synthetic store records no provider attempt, so no model: the caption says so.
-    assert "model: not recorded; SIMULATED DATA." in text
-    pilot = "PILOT: this store runs 24 of the 576 rows of the frozen schedule; it is not the study."
+    # The synthetic store binds no identity: its results name the simulated provider.
+    assert "model simulated; endpoint none; planner none; credential none;" in text
+    pilot = (
+        "PILOT: 24 of the 576 rows of the frozen schedule; not the study. A pilot runs a subset "
+        "of the schedule; no hypothesis verdict."
+    )
     assert f"**{pilot}**" in text
     page = files["report.html"].decode()
     assert f'<p class="banner" role="note">{pilot}</p>' in page

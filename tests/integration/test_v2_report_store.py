@@ -16,7 +16,9 @@ from v2_report_support import CONFIG_PATH, all_results, synthetic_store
 from harness.cli import main
 from harness.errors import StudyReportError
 from harness.store import RunStore
-from harness.studies.v2.report import REPORT_FILES, build_report
+from harness.studies.v2.report import REPORT_FILES, ReportDocument, build_report, render_files
+
+PILOT_NOTE = "not evaluated: PILOT: 24 of the 576 rows of the frozen schedule; not the study"
 
 
 @pytest.fixture(scope="module")
@@ -24,17 +26,54 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return synthetic_store(tmp_path_factory.mktemp("v2") / "run")
 
 
-def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
-    text = build_report(store, CONFIG_PATH).files["report.md"].decode()
-    lines = text.splitlines()
-    start = lines.index("| Pipeline | U/2 | S/4 | FC/2 | R/2 | Turns | Calls |")
-    assert lines[start + 1] == "|---|---:|---:|---:|---:|---:|---:|"
-    assert lines[start + 2 : start + 6] == [
-        "| Current critic | 2 | 2 | 0 | 0 | 1.00 | 0.00 |",
-        "| Controller | 2 | 2 | 0 | 0 | 1.00 | 0.00 |",
-        "| Full-trace | 1 | 1 | 1 | 0 | 1.00 | 0.00 |",
-        "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 |",
+def _as_full_study(document: ReportDocument) -> ReportDocument:
+    """The synthetic store's document as if its 24 rows were the whole frozen schedule: how a
+    finalized full store's verdicts are worded (a real one takes a 576-cell run)."""
+    run = document.store.run
+    assert run is not None
+    full = msgspec.structs.replace(
+        run, pilot="", partial=False, state="complete: 24 of 24 cells, finalized"
+    )
+    store = msgspec.structs.replace(document.store, run=full, run_line=full.line(), pilot="")
+    return msgspec.structs.replace(document, pilot=False, partial=False, store=store)
+
+
+def test_v2_report_of_a_subset_store_gives_no_verdict_in_any_file(store: Path) -> None:
+    files = build_report(store, CONFIG_PATH).files
+    text = files["report.md"].decode()
+    assert f"H2, H3, H4: {PILOT_NOTE}." in text.splitlines()
+    assert not any(line.startswith(("H2 ", "H3 ", "H4 ")) for line in text.splitlines())
+    for name in ("report.md", "report.html", "hypotheses.csv", "analysis.json", "table4.csv"):
+        assert b"PASS" not in files[name], name
+        assert b"FAIL" not in files[name], name
+    hypotheses = list(csv.DictReader(io.StringIO(files["hypotheses.csv"].decode())))
+    assert [(h["hypothesis"], h["passed"], h["criterion"]) for h in hypotheses] == [
+        ("H2-H4", "", PILOT_NOTE)
     ]
+    analysis = json.loads(files["analysis.json"])["analysis"]
+    for name in ("h2", "h3", "h4"):
+        assert "passed" not in analysis[name]
+        assert analysis[name]["verdict"] == PILOT_NOTE
+
+
+def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
+    document = _as_full_study(build_report(store, CONFIG_PATH).document)
+    text = render_files(document)["report.md"].decode()
+    lines = text.splitlines()
+    start = lines.index(
+        "| Pipeline | U/2 | S/4 | FC/2 | R/2 | Turns | Calls | Transport | Rate limit | Auth "
+        "| Server | Unusable |"
+    )
+    assert lines[start + 1] == "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    assert lines[start + 2 : start + 6] == [
+        "| Current critic | 2 | 2 | 0 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| Controller | 2 | 2 | 0 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| Full-trace | 1 | 1 | 1 | 0 | 1.00 | 0.00 | 0 | 0 | 0 | 0 | 0 |",
+        "| ECT | 0 | 3 | 0 | 2 | 2.00 | 0.50 | 0 | 0 | 0 | 0 | 0 |",
+    ]
+    # The synthetic cells record no provider attempt: no call, no failure, no banner.
+    assert "Provider calls: 0 calls (0 attempts) included 0 retries (0 successful) and 0 " in text
+    assert "INFRASTRUCTURE FAILURES" not in text
     h2 = next(line for line in lines if line.startswith("H2 "))
     assert "difference -100.00 pp, 95% task-cluster interval [-100.00, -100.00] pp" in h2
     assert h2.endswith("PASS (point estimate below 0 and interval wholly below 0)")
@@ -46,7 +85,11 @@ def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
     # The frozen gate: >= 10% recovered and >= 75% of those completed; here 2/2 and 1/2.
     assert "2/2 recovered (100.00%" in h4
     assert "1/2 then completed with support (50.00%); FAIL" in h4
-    assert lines[2] == "Provider: simulated."  # named first, also for a store without identity
+    # Named first, also for a store without a bound identity (named by its results).
+    assert lines[2] == (
+        "Run: provider simulated (SIMULATED, not a language model); model simulated; endpoint "
+        "none; planner none; credential none; complete: 24 of 24 cells, finalized."
+    )
     assert "SIMULATED PROVIDER" in lines[4]
     assert "## Unseen-fault strata (U1; descriptive)" in lines
     assert any(line.startswith("## Trust-boundary clusters") for line in lines)
@@ -54,11 +97,18 @@ def test_v2_report_markdown_table4_and_hypothesis_lines(store: Path) -> None:
 
 
 def test_v2_report_csv_tex_json_png(store: Path) -> None:
-    files = build_report(store, CONFIG_PATH).files
+    files = render_files(_as_full_study(build_report(store, CONFIG_PATH).document))
     assert sorted(files) == sorted([*REPORT_FILES, "report-manifest.json"])
     rows = list(csv.reader(io.StringIO(files["table4.csv"].decode())))
-    assert rows[0] == ["Pipeline", "U/2", "S/4", "FC/2", "R/2", "Turns", "Calls", "provider"]
-    assert rows[4] == ["ECT", "0", "3", "0", "2", "2.00", "0.50", "simulated"]
+    identity = ["provider", "model", "endpoint", "planner", "credential", "state"]
+    failures = ["Transport", "Rate limit", "Auth", "Server", "Unusable"]
+    assert rows[0] == [
+        "Pipeline", "U/2", "S/4", "FC/2", "R/2", "Turns", "Calls", *failures, *identity,
+    ]  # fmt: skip
+    assert rows[4] == [
+        "ECT", "0", "3", "0", "2", "2.00", "0.50", "0", "0", "0", "0", "0",
+        "simulated", "simulated", "none", "none", "none", "complete: 24 of 24 cells, finalized",
+    ]  # fmt: skip
     hypotheses = list(csv.DictReader(io.StringIO(files["hypotheses.csv"].decode())))
     assert [(h["hypothesis"], h["passed"]) for h in hypotheses] == [
         ("H2", "true"),
@@ -66,8 +116,8 @@ def test_v2_report_csv_tex_json_png(store: Path) -> None:
         ("H4", "false"),
     ]
     tex = files["table4.tex"].decode()
-    assert "ECT & 0 & 3 & 0 & 2 & 2.00 & 0.50 \\\\" in tex
-    assert "Simulated provider" in tex
+    assert "ECT & 0 & 3 & 0 & 2 & 2.00 & 0.50 & 0 & 0 & 0 & 0 & 0 \\\\" in tex
+    assert "Run: provider simulated (SIMULATED, not a language model)" in tex
     document = json.loads(files["analysis.json"])
     assert document["analysis"]["simulated"] is True
     assert document["analysis"]["h3"]["estimate_pp"] == 25.0

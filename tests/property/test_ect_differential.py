@@ -1,11 +1,14 @@
 """Differential: the verifier never says ``complete`` where the independent gold judge says
-unsupported, over all 72 tasks and mutated certificates and answers.
+unsupported, and the gold judge never calls supported what the verifier refuses for a source
+(SCOPE_TOOL, SCOPE_SOURCE_PATH), over all 72 tasks and mutated certificates and answers.
 
 Bases are every benchmark snapshot of every task (static grid and V2: clean and each fault)
 except the trust-boundary challenge T1, whose ledger holds two validated receipts that disagree:
 ECT completes there by design (it checks support, not which receipt is true; README). Each
 base's agent side is mutated - claimed values, evidence, transforms, slots, answers, digests,
-and the recorded responses of cited calls (re-adapted by the trusted adapter) - and the
+the recorded responses of cited calls (re-adapted by the trusted adapter), and the source of a
+cited value (a real ``get_series`` point for a metric lookup, or that point relabelled to a
+path or tool that is no source) - and the
 resulting certificate and answer go to both the verifier (``verify(..., answer=...)``, as the
 loop calls it) and the gold judge (``judge_proposal``: oracle answer and oracle evidence plan,
 sharing no code with the verifier). Mutations are drawn from a seeded RNG; the seed is printed.
@@ -25,9 +28,11 @@ from harness import ect
 from harness.benchmark.build import benchmark
 from harness.ect.transforms import ArgMax, ArgMin, Mean, Sort, Sum, TopK
 from harness.studies.v2.judge import judge_proposal
-from harness.tools.adapter import ToolCall, build_ledger
+from harness.tools.adapter import ToolCall, build_ledger, receipts_for_call, series_point_path
+from harness.tools.catalog import call_tool
 from harness.worlds.snapshots import Snapshot
 from harness.worlds.tasks import Task
+from harness.worlds.world import PERIODS, generate_world
 
 replace = msgspec.structs.replace
 SEED: Final = 20261201
@@ -227,6 +232,70 @@ def _response(rng: random.Random, snap: Snapshot, case: Case) -> Case | None:
     return new_ledger, cert, answer
 
 
+_WORLDS: dict[str, dict[str, Any]] = {}
+_SOURCE_CODES: Final = frozenset({ect.ReasonCode.SCOPE_TOOL, ect.ReasonCode.SCOPE_SOURCE_PATH})
+
+
+def _source(rng: random.Random, snap: Snapshot, case: Case) -> Case | None:
+    """Cite, for one cited metric lookup, the matching point of a real ``get_series`` call
+    over a random range holding its period (recorded by the trusted adapter); sometimes
+    relabel that point to a path no series gives it, or to a tool that is no source."""
+    ledger, cert, answer = case
+    if cert is None or not cert.claims:
+        return None
+    by_id = {r.receipt_id: r for r in ledger.receipts}
+    lookups = sorted(
+        {
+            rid
+            for claim in cert.claims
+            for rid in claim.evidence
+            if rid in by_id
+            and by_id[rid].tool_id == "get_metric"
+            and by_id[rid].scope.date in PERIODS
+        }
+    )
+    if not lookups:
+        return None
+    old = by_id[rng.choice(lookups)]
+    at = PERIODS.index(old.scope.date)
+    start, end = rng.randint(0, at), rng.randint(at, len(PERIODS) - 1)
+    args = {
+        "entity": old.scope.entity,
+        "metric": old.scope.attribute,
+        "start": PERIODS[start],
+        "end": PERIODS[end],
+    }
+    world_id = snap.descriptor.world_id
+    if world_id not in _WORLDS:
+        _WORLDS[world_id] = generate_world(world_id).to_plain()
+    call_id = f"series-{len(ledger.receipts)}"
+    response = call_tool(_WORLDS[world_id], "get_series", args)
+    points = list(
+        receipts_for_call(
+            snap.task_id,
+            ToolCall(call_id=call_id, tool_id="get_series", args=args, response=response),
+        )
+    )
+    if len(points) != end - start + 1:
+        return None  # the series failed (no such site or metric): nothing to substitute
+    index = at - start
+    kind = rng.randrange(4)
+    if kind == 1:
+        points[index] = replace(points[index], source_path=series_point_path(len(PERIODS)))
+    elif kind == 2:
+        points[index] = replace(points[index], tool_id=rng.choice(["describe_world", "get_parent"]))
+    elif kind == 3:
+        points[index] = replace(points[index], source_path=series_point_path(rng.randrange(8)))
+    new_id = points[index].receipt_id
+    receipts = (*ledger.receipts, *points)
+    claims = [
+        replace(c, evidence=tuple(new_id if r == old.receipt_id else r for r in c.evidence))
+        for c in cert.claims
+    ]
+    cert = replace(_with_claims(cert, claims), ledger_digest=ect.ledger_digest(receipts))
+    return replace(ledger, receipts=receipts), cert, answer
+
+
 MUTATIONS: Final[tuple[Mutation, ...]] = (
     _claim_value,
     _answer_value,
@@ -237,6 +306,8 @@ MUTATIONS: Final[tuple[Mutation, ...]] = (
     _answer_slots,
     _digests,
     _response,
+    _source,
+    _source,
 )
 
 
@@ -248,11 +319,12 @@ def _answer_of(snap: Snapshot) -> dict[str, Any]:
     return {c.slot: c.value for c in snap.certificate.claims}
 
 
-def _run(mutants_per_base: int, seed: int) -> tuple[int, int]:
-    """Check every base and its mutants; return (cases, verifier completions)."""
+def _run(mutants_per_base: int, seed: int) -> tuple[int, int, int]:
+    """Check every base and its mutants in both directions; return (cases, verifier
+    completions, refusals for a source)."""
     print(f"differential seed {seed}, {mutants_per_base} mutants per base")
     rng = random.Random(seed)
-    cases = completions = 0
+    cases = completions = source_refusals = 0
     for task, snap in _bases():
         base: Case = (snap.ledger, snap.certificate, _answer_of(snap))
         candidates = [base]
@@ -265,12 +337,15 @@ def _run(mutants_per_base: int, seed: int) -> tuple[int, int]:
         for ledger, cert, answer in candidates:
             cases += 1
             decision = ect.verify(snap.descriptor, snap.requirements, ledger, cert, answer=answer)
-            if not decision:
-                continue
-            completions += 1
-            judged = judge_proposal(task, ledger, answer, cert)
-            assert judged.supported, (snap.snapshot_id, judged.problems, cert, answer)
-    return cases, completions
+            if decision:
+                completions += 1
+                judged = judge_proposal(task, ledger, answer, cert)
+                assert judged.supported, (snap.snapshot_id, judged.problems, cert, answer)
+            elif _SOURCE_CODES & set(decision.reason_codes):
+                source_refusals += 1
+                judged = judge_proposal(task, ledger, answer, cert)
+                assert not judged.supported, (snap.snapshot_id, decision.reason_codes, cert)
+    return cases, completions, source_refusals
 
 
 def test_every_task_and_fault_is_a_base() -> None:
@@ -289,8 +364,9 @@ def _inputs(snap: Snapshot) -> tuple[Any, ...]:
 
 
 def test_verifier_never_completes_where_the_gold_judge_says_unsupported() -> None:
-    cases, completions = _run(mutants_per_base=4, seed=SEED)
+    cases, completions, source_refusals = _run(mutants_per_base=4, seed=SEED)
     assert cases >= 3000
+    assert source_refusals > 50  # the reverse direction is exercised
     # The unmutated clean bases complete, and so do mutants that change nothing that matters
     # (a reordered evidence list or claim list): the property is not vacuous.
     assert completions > 72
@@ -298,5 +374,5 @@ def test_verifier_never_completes_where_the_gold_judge_says_unsupported() -> Non
 
 @pytest.mark.slow
 def test_verifier_never_completes_where_the_gold_judge_says_unsupported_large() -> None:
-    cases, _ = _run(mutants_per_base=60, seed=SEED + 1)
+    cases, _, _ = _run(mutants_per_base=60, seed=SEED + 1)
     assert cases >= 40_000

@@ -202,13 +202,20 @@ def test_integer_sums_compare_as_integers(values: list[int], delta: int) -> None
     )
     total = sum(values)
     assert ect.verify(*_claim_total(ex, total))
-    # Any other integer is refused, however large the numbers; a float never stands for the
-    # integer total, even when it is the nearest double (2**53 + 1 + 75 + 99 -> ...168.0).
+    # Any other integer is refused, however large the numbers; a float stands for the total
+    # exactly when its value is the total (not when it is merely the nearest double:
+    # 2**53 + 1 + 75 + 99 -> ...168.0).
     if delta:
         assert not ect.verify(*_claim_total(ex, total + delta))
-    as_float = float(total)
+    try:
+        as_float = float(total)
+    except OverflowError:
+        return  # no double holds it
     decision = ect.verify(*_claim_total(ex, as_float))
-    assert decision.reason_codes == (ect.ReasonCode.REPLAY_VALUE_MISMATCH,)
+    if int(as_float) == total:
+        assert decision, decision.reason_codes
+    else:
+        assert decision.reason_codes == (ect.ReasonCode.REPLAY_VALUE_MISMATCH,)
 
 
 def test_the_reported_rounding_case_is_refused() -> None:
@@ -229,7 +236,7 @@ def test_the_reported_rounding_case_is_refused() -> None:
 
 
 @given(zero=st.sampled_from([0.0, -0.0]), tol=st.sampled_from([0.0, 0.5, 1e-9]))
-def test_a_count_of_zero_is_the_integer_zero(zero: float, tol: float) -> None:
+def test_a_zero_total_is_zero_whatever_its_json_type(zero: float, tol: float) -> None:
     ex = _sum_example([0, 0, 0], abs_tol=tol)
     ex = ex._replace(
         certificate=replace(
@@ -241,7 +248,8 @@ def test_a_count_of_zero_is_the_integer_zero(zero: float, tol: float) -> None:
         )
     )
     assert ect.verify(*_claim_total(ex, 0))
-    assert not ect.verify(*_claim_total(ex, zero))
+    assert ect.verify(*_claim_total(ex, zero))
+    assert not ect.verify(*_claim_total(ex, False))
 
 
 @given(
@@ -263,9 +271,6 @@ def test_mixed_numbers_match_exactly_within_the_contract_tolerance(
     else:
         replayed = math.fsum(values)
     got = values_match(claimed, replayed, abs_tol, rel_tol)
-    if type(replayed) is int and type(claimed) is not int:
-        assert not got  # a float never stands for an integer result
-        return
     if isinstance(claimed, float) and not math.isfinite(claimed):
         assert not got
         return

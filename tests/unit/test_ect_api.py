@@ -95,3 +95,17 @@ def test_decision_bytes_identical_across_processes() -> None:
     assert len(outputs) == 1
     (only,) = outputs
     assert b'"decision":"continue"' in only
+
+
+def test_the_decision_says_whether_the_answer_was_checked() -> None:
+    ex = regional_sum()
+    alone = ect.verify(*ex)
+    assert alone
+    assert alone.answer_checked is False
+    with_answer = ect.verify(*ex, answer={"total_visits": 293, "busiest_site": "site-a"})
+    assert with_answer
+    assert with_answer.answer_checked is True
+    d, r, led, c = (msgspec.json.encode(part) for part in ex)
+    assert ect.verify_json(d, r, led, c).answer_checked is False
+    assert ect.verify_json(d, r, led, c, answer=b"[1]").answer_checked is True  # judged: malformed
+    assert ect.verify_json(d, r, led, b"{", answer=b"{}").answer_checked is True

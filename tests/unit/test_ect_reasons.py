@@ -91,6 +91,17 @@ def _conflicting_receipt() -> Example:
     return _with_receipts(ex, [*ex.ledger.receipts, spare, other])
 
 
+def _conflicting_receipts() -> Example:
+    # Another record of r3's call, response and path, with another value; nothing cites it.
+    ex = _ex()
+    forged = replace(
+        ex.ledger.receipts[2], receipt_id="r3b", value=500, value_hash=ect.value_hash(500)
+    )
+    ex = _with_receipts(ex, [*ex.ledger.receipts, forged])
+    # r3 is now ambiguous too, so the claims citing it cannot replay.
+    return ex
+
+
 def _scope_duplicate() -> Example:
     ex = _ex()
     twin = replace(ex.ledger.receipts[2], receipt_id="r4", call_id="c4")
@@ -172,6 +183,10 @@ CASES: dict[str, tuple[Callable[[], Example | ect.Decision], set[R]]] = {
     ),
     "duplicate-receipt": (_duplicate_receipt, {R.COVERAGE_DUPLICATE_RECEIPT_ID}),
     "conflicting-receipt": (_conflicting_receipt, {R.COVERAGE_CONFLICTING_RECEIPT_ID}),
+    "conflicting-receipts": (
+        _conflicting_receipts,
+        {R.COVERAGE_CONFLICTING_RECEIPTS, R.REPLAY_EVIDENCE_UNAVAILABLE},
+    ),
     "no-claims": (
         lambda: _ex()._replace(certificate=replace(_ex().certificate, claims=())),
         {R.COVERAGE_NO_CLAIMS, R.COVERAGE_MISSING_SLOT},
@@ -288,8 +303,12 @@ CASES: dict[str, tuple[Callable[[], Example | ect.Decision], set[R]]] = {
         lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 290}),
         {R.REPLAY_ANSWER_MISMATCH},
     ),
-    "answer-float-for-int": (
-        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": 293.0}),
+    "answer-bool-for-int": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": True}),
+        {R.REPLAY_ANSWER_MISMATCH},
+    ),
+    "answer-string-for-int": (
+        lambda: ect.verify(*_ex(), answer={**ANSWER, "total_visits": "293"}),
         {R.REPLAY_ANSWER_MISMATCH},
     ),
     "source-tool": (

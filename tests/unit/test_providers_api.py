@@ -68,7 +68,7 @@ def test_failure_kind_wire_strings_are_pinned() -> None:
         "http_server_error", "http_unexpected_status", "malformed_response", "blocked",
         "no_candidates", "max_tokens", "unexpected_finish", "empty_output", "output_not_json",
         "schema_mismatch", "client_error", "authentication_failed", "not_found",
-            "plugin_error",
+            "plugin_error", "response_too_large", "local_capacity",
     }  # fmt: skip
     assert {k.value for k in providers.PRE_OUTPUT_FAILURES} == {
         "connect_error", "connect_timeout", "pool_timeout", "write_error", "write_timeout",
@@ -83,6 +83,7 @@ def test_infrastructure_failures_are_the_outage_kinds_and_nothing_the_model_said
         "authentication_failed": "authentication", "rate_limited": "quota",
         "not_found": "not_found", "connect_error": "connection",
         "connect_timeout": "connection", "pool_timeout": "connection",
+        "local_capacity": "local_capacity",
     }  # fmt: skip
     for answered in ("schema_mismatch", "output_not_json", "max_tokens", "http_server_error"):
         assert infrastructure_cause(FailureKind(answered)) is None

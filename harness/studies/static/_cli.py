@@ -23,6 +23,7 @@ from harness.providers.selection import (
     resume_provider_options,
 )
 from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
+from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.static.records import StudySplit
 from harness.studies.static.run import (
     STUDY_SPLITS,
@@ -107,6 +108,7 @@ def _echo(outcome: StaticOutcome) -> None:
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @pacing_options
 @yes_option
+@click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
 def run_cmd(
     provider: ProviderSelection,
     split: StudySplit,
@@ -115,6 +117,7 @@ def run_cmd(
     max_rpm: int | None,
     max_tpm: int | None,
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Run the seven termination policies and the ECT ablations over the static grid.
 
@@ -131,6 +134,7 @@ def run_cmd(
         lock_path=lock_path,
         progress=_progress(),
         controls=_controls(max_rpm, max_tpm, assume_yes),
+        require_environment=require_environment,
     )
     _echo(outcome)
 
@@ -141,6 +145,7 @@ def run_cmd(
 @resume_provider_options
 @pacing_options
 @yes_option
+@click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
 def resume_cmd(
     store_dir: Path,
     lock_path: Path | None,
@@ -148,6 +153,7 @@ def resume_cmd(
     max_rpm: int | None,
     max_tpm: int | None,
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Continue a static store from its verified prefix and finalize it.
 
@@ -162,6 +168,7 @@ def resume_cmd(
         lock_path=lock_path,
         progress=_progress(),
         controls=_controls(max_rpm, max_tpm, assume_yes),
+        require_environment=require_environment,
     )
     _echo(outcome)
 

@@ -29,11 +29,13 @@ from harness.analysis import (
 )
 from harness.ect.model import Verdict
 from harness.ect.reasons import ReasonCode, family_of
+from harness.environment import describe_store
 from harness.errors import RunRecordsError, TamperError
 from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
 from harness.providers.audit import AttemptRecord
+from harness.run_identity import RunIdentity, read_identity
 from harness.store import VerifyStatus, read_store
 from harness.studies.static.records import (
     DecisionRecord,
@@ -60,10 +62,13 @@ __all__ = [
     "UNSUPPORTED_BOOTSTRAP_SEED",
     "UCR_BOOTSTRAP_SEED",
     "WORLD_BOOTSTRAP_SEED",
+    "ENDPOINT_NAMES",
+    "RECOVERABLE_FAULTS",
     "AblationRow",
     "H1Result",
     "PolicyRow",
     "ProviderUsage",
+    "SecondaryRow",
     "StaticResults",
     "StaticRun",
     "UnsupportedClaims",
@@ -87,6 +92,11 @@ CLAIM_FAULTS: Final = ("F1", "F2", "F3", "F4", "F5", "F6", "F7")
 """Fault snapshots whose agent claims completion without support (F8's has not answered)."""
 
 CLEAN_FAULT: Final = "C0"
+RECOVERABLE_FAULTS: Final = tuple(f for f in STATIC_FAULTS if "recovery" in FAULTS[f].changes)
+"""Fault snapshots whose recovery state names an available recovery (F8): a ``stuck`` there is
+a *recoverable stuck*, a stop while the agent could still have obtained the evidence."""
+ENDPOINT_NAMES: Final = ("U", "C", "S", "recoverable stuck", "extra calls")
+"""Every endpoint the static report breaks down by fault and family, in its column order."""
 _ENDPOINTS: Final[tuple[Literal["U", "S"], ...]] = ("U", "S")
 _VERIFIER_CODES: Final = frozenset(code.value for code in ReasonCode)
 ABLATION_LABELS: Final = {
@@ -121,6 +131,8 @@ class StaticRun(msgspec.Struct, frozen=True, kw_only=True):
     cells: int
     expected: int
     partial: bool
+    run: RunIdentity
+    environment: str = ""  # what produced the store: harness.environment.describe_store
 
 
 def load_run(store_dir: Path) -> StaticRun:
@@ -169,12 +181,14 @@ def load_run(store_dir: Path) -> StaticRun:
         attempts.update(ids)
     partial = not report.finalized or report.cells < report.schedule_rows
     run = StaticRun(
+        environment=describe_store(view),
         info=info,
         records=tuple(records),
         attempts=attempts,
         cells=report.cells,
         expected=report.schedule_rows,
         partial=partial,
+        run=read_identity(view, unit="snapshots"),
     )
     if not run.records:
         raise RunRecordsError(f"store {store_dir} holds no committed snapshot yet")
@@ -286,6 +300,25 @@ class UnsupportedClaims(_Out, frozen=True, kw_only=True):
     by_fault: dict[str, int]
 
 
+class SecondaryRow(_Out, frozen=True, kw_only=True):
+    """One policy's secondary endpoints (the prespecified ones V2 reports too).
+
+    ``recoverable_stuck`` of ``recoverable``: ``stuck`` on snapshots with an available
+    recovery (F8); ``other_stuck``: the rest of S. ``extra_calls`` of ``cleans``: ``continue`` on
+    a clean snapshot, whose answer was already supported: each sends a finished agent on for at
+    least one more call (a lower bound on the calls it wastes; ``stuck`` there stops instead).
+    """
+
+    policy: str
+    label: str
+    stuck: int
+    recoverable_stuck: int
+    recoverable: int
+    other_stuck: int
+    extra_calls: int
+    cleans: int
+
+
 class ProviderUsage(_Out, frozen=True, kw_only=True):
     """Provider use of one policy over the run."""
 
@@ -322,8 +355,17 @@ class StaticResults(_Out, frozen=True, kw_only=True):
     ucr_replicates: int
     ucr_seed: int
     unsupported_claims: tuple[UnsupportedClaims, ...] = ()
+    secondary: tuple[SecondaryRow, ...] = ()
+    endpoints_by_fault: dict[str, dict[str, dict[str, int]]] = {}
+    """Per policy, per fault (C0 and F1-F8), every endpoint of ``ENDPOINT_NAMES``."""
+    endpoints_by_family: dict[str, dict[str, dict[str, int]]] = {}
+    """Per policy, per task family, every endpoint of ``ENDPOINT_NAMES``."""
     partial_of: tuple[int, int] | None = None
     """(committed, expected) snapshots when the store is not finalized; None when complete."""
+    environment: str = ""
+    """The environment line of the store (``harness.environment.describe_store``)."""
+    run: RunIdentity | None = None
+    """Who ran the store and its state (``harness.run_identity``), as every file names it."""
 
 
 def _is_fault(r: DecisionRecord) -> bool:
@@ -450,7 +492,59 @@ def analyse(run: StaticRun) -> StaticResults:
             _unsupported(policy, by_policy[policy], tasks, run.info.simulated)
             for policy in MAIN_POLICIES
         ),
+        secondary=tuple(
+            _secondary(policy, by_policy[policy], run.info.simulated) for policy in MAIN_POLICIES
+        ),
+        endpoints_by_fault={
+            policy: {
+                fault: _endpoints([r for r in by_policy[policy] if r.fault == fault])
+                for fault in (CLEAN_FAULT, *STATIC_FAULTS)
+            }
+            for policy in MAIN_POLICIES
+        },
+        endpoints_by_family={
+            policy: {
+                family: _endpoints([r for r in by_policy[policy] if r.family == family])
+                for family in sorted({r.family for r in base})
+            }
+            for policy in MAIN_POLICIES
+        },
         partial_of=(run.cells, run.expected) if run.partial else None,
+        environment=run.environment,
+        run=run.run,
+    )
+
+
+def _recoverable_stuck(r: DecisionRecord) -> bool:
+    return r.fault in RECOVERABLE_FAULTS and r.decision is Verdict.STUCK
+
+
+def _extra_call(r: DecisionRecord) -> bool:
+    return r.fault == CLEAN_FAULT and r.decision is Verdict.CONTINUE
+
+
+def _endpoints(records: Sequence[DecisionRecord]) -> dict[str, int]:
+    """Every endpoint of ``ENDPOINT_NAMES`` counted over ``records``."""
+    return {
+        "U": sum(1 for r in records if _unsafe(r)),
+        "C": sum(1 for r in records if not _is_fault(r) and not _complete(r)),
+        "S": sum(1 for r in records if _is_fault(r) and r.decision is Verdict.STUCK),
+        "recoverable stuck": sum(1 for r in records if _recoverable_stuck(r)),
+        "extra calls": sum(1 for r in records if _extra_call(r)),
+    }
+
+
+def _secondary(policy: str, records: Sequence[DecisionRecord], simulated: bool) -> SecondaryRow:
+    counts = _endpoints(records)
+    return SecondaryRow(
+        policy=policy,
+        label=label_of(policy, simulated),
+        stuck=counts["S"],
+        recoverable_stuck=counts["recoverable stuck"],
+        recoverable=sum(1 for r in records if r.fault in RECOVERABLE_FAULTS),
+        other_stuck=counts["S"] - counts["recoverable stuck"],
+        extra_calls=counts["extra calls"],
+        cleans=sum(1 for r in records if not _is_fault(r)),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness.extras import require_extra
 from harness.studies._figures import Bar, Panel, interval_panels
 from harness.studies.static.analysis import StaticResults
-from harness.studies.static.report import figure_caption
+from harness.studies.static.report import figure_caption, run_of
 
 __all__ = ["render_figure"]
 
@@ -32,11 +32,13 @@ def render_figure(results: StaticResults) -> dict[str, bytes]:
     ]
     split = "held-out" if results.split == "heldout" else "development"
     title = f"Static study, {split} grid"
-    if results.simulated:
-        title += " (model-path policies: SIMULATED provider, not an LLM)"
+    marks = run_of(results).marks()
+    if marks:
+        title += f" ({'; '.join(marks)})"
     drawn = interval_panels(
         [Panel("Unsafe completion rate (%) on fault snapshots", bars)],
         title=title,
         caption=figure_caption(results),
+        description=run_of(results).line(),
     )
     return {f"ucr.{fmt}": data for fmt, data in drawn.items()}

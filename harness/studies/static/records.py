@@ -30,6 +30,7 @@ from harness.ect.model import Verdict
 from harness.errors import StudyKindError
 from harness.policies import DecisionSource
 from harness.providers.selection import ProviderIdentity
+from harness.run_identity import PARTIAL_MARK
 from harness.worlds.snapshots import FaultId, GoldDecision, Snapshot
 from harness.worlds.world import Split
 
@@ -76,10 +77,6 @@ REPORT_FILES: Final = (
 
 FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
 """Written only with the [plots] extra installed."""
-
-PARTIAL_MARK: Final = "PARTIAL: the store is not finalized"
-"""How every file of a report made on an unfinalized store begins its warning; resume removes
-such a report (it is stale once more snapshots are committed), as V2's resume does."""
 
 
 class DecisionRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

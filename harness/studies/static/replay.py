@@ -31,6 +31,7 @@ from harness.audit import audit_store
 from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.canonical import canonical_bytes
+from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, StoreError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.config import default_generation_config
@@ -146,7 +147,8 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         tables_compared=tuple(compared),
         table_mismatches=tuple(table_mismatches),
         simulated=run.info.simulated,
-        provider=f"provider: {identity.provider.describe()}",
+        provider=f"provider: {run.run.who()}",
+        environment=describe_store(view),
         no_report=no_report,
     )
 
@@ -155,6 +157,7 @@ def render_static_replay(report: ReplayReport) -> str:
     """The replay report of a static store as text."""
     out = [
         report.provider,
+        *([report.environment] if report.environment else []),
         f"study: static; store: {report.store_status}; offline, no credential"
         + ("; simulated provider (not a language model)" if report.simulated else ""),
         f"snapshots: {report.cells_identical}/{report.cells} replayed identically "

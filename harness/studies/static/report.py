@@ -42,12 +42,16 @@ from harness.extras import extra_installed
 from harness.faults import STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation
+from harness.run_identity import IDENTITY_COLUMNS, RunIdentity
 from harness.safeio import write_atomic
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
+from harness.studies.provenance import with_environment_header
 from harness.studies.static.analysis import (
     ABLATION_LABELS,
     CLAIM_FAULTS,
     CLEAN_FAULT,
+    ENDPOINT_NAMES,
+    RECOVERABLE_FAULTS,
     UNSUPPORTED_BOOTSTRAP_SEED,
     AblationRow,
     StaticResults,
@@ -56,7 +60,6 @@ from harness.studies.static.analysis import (
 )
 from harness.studies.static.records import (
     FIGURE_FILES,
-    PARTIAL_MARK,
     REPORT_DIR,
     REPORT_FILES,
 )
@@ -74,8 +77,10 @@ __all__ = [
     "render_files",
     "figure_caption",
     "h1_line",
-    "provider_text",
+    "run_of",
+    "breakdown_table",
     "render_endpoints",
+    "secondary_table",
     "render_html",
     "render_table2",
     "render_table3",
@@ -100,9 +105,20 @@ def _pp(value: float) -> str:
     return f"{value:.2f}"
 
 
+def run_of(results: StaticResults) -> RunIdentity:
+    """The run identity the results name (always bound by ``analyse``)."""
+    if results.run is None:
+        raise RunRecordsError("the static results hold no run identity")
+    return results.run
+
+
 def h1_line(results: StaticResults) -> str:
-    """The H1 sentence: b counts, exact p, the paired difference and both intervals."""
+    """The H1 sentence: b counts, exact p, the paired difference and both intervals; on a
+    partial store, why H1 is not evaluated."""
     h = results.h1
+    note = run_of(results).verdict_note()
+    if note:
+        return f"H1 (ECT vs critic core): {note}."
     verdict = "passed" if h.passed else "failed"
     return (
         f"H1 (ECT vs critic core, {h.tasks} task clusters): b_ECT = {h.b_ect}, "
@@ -116,29 +132,26 @@ def h1_line(results: StaticResults) -> str:
 
 def partial_line(results: StaticResults) -> str | None:
     """The warning a report of an unfinalized store carries (None: the store is complete)."""
-    if results.partial_of is None:
-        return None
-    done, expected = results.partial_of
-    return (
-        f"{PARTIAL_MARK}; only {done} of {expected} snapshots are committed, so these are not "
-        "the study's numbers (resume it with `harness static resume`)."
-    )
+    run = run_of(results)
+    return run.banners()[-1] if run.partial else None
 
 
-def _notes(results: StaticResults) -> list[str]:
-    partial = partial_line(results)
+def _notes(results: StaticResults, *, identity: bool = True) -> list[str]:
+    """The notes under Table 2: the run identity and its warnings (unless the page shows them
+    already, ``identity=False``), then what each reference policy is."""
+    run = run_of(results)
     notes = [
-        *([partial] if partial is not None else []),
+        *([f"{run.line()}.", *run.banners()] if identity else []),
         "Postcondition oracle: non-deployable reference (it sees gold answers).",
         "Critic core: every decision is a deterministic fast-path decision, not an LLM judgement.",
     ]
     if results.simulated:
         notes.append(
             "Full-trace critic (simulated): verdicts from the deterministic simulated provider "
-            "(a permissive reviewer, not an LLM); these are not the paper's Gemini numbers."
+            "(a permissive reviewer, not an LLM)."
         )
     else:
-        notes.append(f"Full-trace critic: {results.model}.")
+        notes.append(f"Full-trace critic: model {run.model}.")
     return notes
 
 
@@ -194,8 +207,10 @@ def _markdown(header: Sequence[str], body: Sequence[Sequence[str]], numeric: int
     return "\n".join(lines) + "\n"
 
 
-def _csv(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    return csv_text([header, *body])
+def _csv(results: StaticResults, header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    """Rows as CSV, each ending with the run identity's columns."""
+    tail = run_of(results).columns()
+    return csv_text([[*header, *IDENTITY_COLUMNS], *([*row, *tail] for row in body)])
 
 
 def _latex(header: Sequence[str], body: Sequence[Sequence[str]], spec: str, caption: str) -> str:
@@ -211,23 +226,28 @@ def render_table2(results: StaticResults) -> dict[str, str]:
     header, body = _table2_cells(results)
     caption = (
         f"{_split_name(results)} static evaluation. U: unsafe complete; C: clean non-complete; "
-        "S: stuck."
+        f"S: stuck. {run_of(results).line()}."
     )
     md = _markdown(header, body, numeric=4)
     md += "\n" + h1_line(results) + "\n\n" + "\n".join(f"- {n}" for n in _notes(results)) + "\n"
+    h1 = msgspec.to_builtins(results.h1)
+    if run_of(results).verdict_note():  # partial data: no verdict in any file
+        h1.pop("passed")
+        h1["verdict"] = run_of(results).verdict_note()
     payload = {
         "caption": caption,
         "columns": header,
         "rows": [msgspec.to_builtins(r) for r in results.rows],
-        "h1": msgspec.to_builtins(results.h1),
+        "h1": h1,
         "h1_line": h1_line(results),
         "notes": _notes(results),
+        "run": msgspec.to_builtins(run_of(results)),
         "simulated": results.simulated,
         "split": results.split,
     }
     return {
         "md": md,
-        "csv": _csv(header, body),
+        "csv": _csv(results, header, body),
         "tex": _latex(header, body, "lrrrr", caption + " " + h1_line(results)),
         "json": _json(payload),
     }
@@ -239,17 +259,19 @@ def render_table3(results: StaticResults) -> dict[str, str]:
     caption = (
         "Single-check ablations. Effects are ablation-minus-ECT counts on the matched fault "
         "(U unsafe complete, S stuck); residual containment by other checks is retained. A zero "
-        "count does not establish that a check is unnecessary."
+        f"count does not establish that a check is unnecessary. {run_of(results).line()}."
     )
     payload = {
         "caption": caption,
         "columns": header,
         "rows": [msgspec.to_builtins(r) for r in results.ablations],
+        "run": msgspec.to_builtins(run_of(results)),
         "split": results.split,
     }
+    banners = "".join(f"\n{b}\n" for b in run_of(results).banners())
     return {
-        "md": _markdown(header, body, numeric=0) + "\n" + caption + "\n",
-        "csv": _csv(header, body),
+        "md": _markdown(header, body, numeric=0) + "\n" + caption + "\n" + banners,
+        "csv": _csv(results, header, body),
         "tex": _latex(header, body, "lllll", caption),
         "json": _json(payload),
     }
@@ -257,6 +279,50 @@ def render_table3(results: StaticResults) -> dict[str, str]:
 
 def _json(obj: Any) -> str:
     return (msgspec.json.format(canonical_bytes(obj), indent=2) + b"\n").decode("utf-8")
+
+
+_SECONDARY_NOTE: Final = (
+    "Recoverable stuck: stuck on a snapshot whose recovery is available "
+    f"({', '.join(RECOVERABLE_FAULTS)}), counted apart from the rest of S. Extra calls: continue "
+    "on a clean snapshot, whose answer was already supported; each sends a finished agent on for "
+    "at least one more call (a lower bound on the calls it wastes). Descriptive."
+)
+
+
+def secondary_table(results: StaticResults) -> tuple[list[str], list[list[str]]]:
+    """Per policy: S split into recoverable and other stuck, and extra calls."""
+    head = ["Policy", "S", "Recoverable stuck", "Other stuck", "Extra calls"]
+    body = [
+        [
+            row.label,
+            f"{row.stuck}/{results.faults}",
+            f"{row.recoverable_stuck}/{row.recoverable}",
+            str(row.other_stuck),
+            f"{row.extra_calls}/{row.cleans}",
+        ]
+        for row in results.secondary
+    ]
+    return head, body
+
+
+def breakdown_table(
+    results: StaticResults, endpoint: str, by: str
+) -> tuple[list[str], list[list[str]]]:
+    """One endpoint per policy (rows) and fault or family (columns)."""
+    counts = results.endpoints_by_fault if by == "fault" else results.endpoints_by_family
+    labels = {row.policy: row.label for row in results.rows}
+    keys = list(next(iter(counts.values())))
+    body = [[labels[p], *(str(counts[p][k][endpoint]) for k in keys)] for p in counts]
+    return ["Policy", *keys], body
+
+
+def _breakdowns(results: StaticResults) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    """Every endpoint by fault and by family, with a title each."""
+    return [
+        (f"{name[0].upper()}{name[1:]} per {by}", breakdown_table(results, name, by))
+        for by in ("fault", "family")
+        for name in ENDPOINT_NAMES
+    ]
 
 
 def render_endpoints(results: StaticResults) -> dict[str, str]:
@@ -268,9 +334,7 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         for a, p in zip(Ablation, ABLATION_POLICIES, strict=True)
     }
     sections = [f"# Static study endpoints ({results.split}, {results.tasks} tasks)\n"]
-    partial = partial_line(results)
-    if partial is not None:
-        sections.append(partial + "\n")
+    sections += [f"{run_of(results).line()}.\n", *(b + "\n" for b in run_of(results).banners())]
     for verdict, title in (("complete", "Complete"), ("stuck", "Stuck")):
         body = [
             [labels[p], *(str(results.by_fault[p][f][verdict]) for f in faults)]
@@ -302,6 +366,16 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         for row in results.rows
     ]
     sections.append("## Decided by\n\n" + _markdown(["Policy", "Sources"], body, numeric=0))
+    head, body = secondary_table(results)
+    sections.append(
+        "## Secondary endpoints: recoverable stuck and extra calls\n\n"
+        + _markdown(head, body, numeric=len(head) - 1)
+        + "\n"
+        + _SECONDARY_NOTE
+        + "\n"
+    )
+    for title, (head, body) in _breakdowns(results):
+        sections.append(f"## {title}\n\n" + _markdown(head, body, numeric=len(head) - 1))
     head, body = unsupported_table(results)
     sections.append(
         "## Unsupported claims accepted (F1-F7 snapshots completed; 95% task-cluster interval)\n\n"
@@ -340,7 +414,11 @@ def render_endpoints(results: StaticResults) -> dict[str, str]:
         "by_family": results.by_family,
         "by_fault": results.by_fault,
         "localisation": results.localisation,
+        "endpoints_by_family": results.endpoints_by_family,
+        "endpoints_by_fault": results.endpoints_by_fault,
         "rows": [msgspec.to_builtins(r) for r in results.rows],
+        "run": msgspec.to_builtins(run_of(results)),
+        "secondary": [msgspec.to_builtins(r) for r in results.secondary],
         "ucr_replicates": results.ucr_replicates,
         "ucr_seed": results.ucr_seed,
         "unsupported_claims": [msgspec.to_builtins(u) for u in results.unsupported_claims],
@@ -366,16 +444,6 @@ def unsupported_table(results: StaticResults) -> tuple[list[str], list[list[str]
     return head, body
 
 
-def provider_text(results: StaticResults) -> str:
-    """Who produced the model-path data: the provider and model, and whether it is simulated."""
-    if results.simulated:
-        return (
-            f"Provider: simulated (deterministic, not a language model); model: {results.model}; "
-            "SIMULATED DATA for every model-path policy"
-        )
-    return f"Provider: gemini; model: {results.model}"
-
-
 def figure_caption(results: StaticResults) -> str:
     """The static figure's caption."""
     return (
@@ -383,7 +451,7 @@ def figure_caption(results: StaticResults) -> str:
         f"{results.tasks} tasks ({_split_name(results).lower()} grid); whiskers are 95% "
         f"task-cluster bootstrap intervals ({results.ucr_replicates:,} replicates, seed "
         f"{results.ucr_seed}); labels give unsafe completes/fault snapshots. "
-        f"{provider_text(results)}."
+        f"{run_of(results).line()}."
     )
 
 
@@ -424,7 +492,7 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
             "Table 2",
             _html.table(header, body, highlight=[r.policy == "ect" for r in results.rows])
             + _html.paragraph(h1_line(results))
-            + "".join(_html.paragraph(n) for n in _notes(results)),
+            + "".join(_html.paragraph(n) for n in _notes(results, identity=False)),
         ),
         _html.section(
             "ucr",
@@ -466,21 +534,22 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
             "ECT reason families per fault",
             _html.table(["Fault", "Reason families"], localisation, numeric_from=2),
         ),
+        _html.section(
+            "secondary",
+            "Secondary endpoints: recoverable stuck and extra calls",
+            _html.table(*secondary_table(results)) + _html.paragraph(_SECONDARY_NOTE),
+        ),
+        *(
+            _html.section(f"endpoint-{index}", title, _html.table(*table))
+            for index, (title, table) in enumerate(_breakdowns(results))
+        ),
     ]
-    banners = []
-    partial = partial_line(results)
-    if partial is not None:
-        banners.append(partial)
-    if results.simulated:
-        banners.append(
-            "SIMULATED PROVIDER: model-path verdicts come from the deterministic simulated "
-            "provider, not from a language model; these are not the paper's Gemini numbers."
-        )
     return _html.page(
         title=f"Static study ({_split_name(results).lower()} grid): Tables 2 and 3, H1",
-        banners=banners,
-        meta=[provider_text(results), f"{results.tasks} tasks, {results.worlds} worlds, "
-              f"{results.faults} fault and {results.cleans} clean snapshots."],
+        banners=run_of(results).banners(),
+        meta=[f"{run_of(results).line()}.", f"{results.tasks} tasks, {results.worlds} worlds, "
+              f"{results.faults} fault and {results.cleans} clean snapshots.",
+              f"{results.environment}."],
         sections=sections,
     )  # fmt: skip
 
@@ -499,6 +568,7 @@ def render_files(results: StaticResults) -> dict[str, bytes]:
         from harness.studies.static.figure import render_figure  # matplotlib only when drawing
 
         texts.update(render_figure(results))
+    texts = with_environment_header(texts, results.environment)
     texts["report.html"] = render_html(results, texts.get("ucr.png"))
     return texts
 

@@ -97,8 +97,15 @@ from harness.safeio import MAX_READ, read_input, read_regular
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies._cost import CallPlan, announce, estimate
-from harness.studies._store_audit import Breaker, StoreAudit, outage, raise_if_stopped
+from harness.studies._store_audit import (
+    Breaker,
+    StoreAudit,
+    outage,
+    raise_if_stopped,
+    refuse_key,
+)
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.provenance import session_environment
 from harness.studies.static.records import (
     PARTIAL_MARK,
     REPORT_DIR,
@@ -493,6 +500,7 @@ def _drive(
 ) -> StaticOutcome:
     """Run the remaining snapshots into ``writer``; finalize when all are committed."""
     store_dir = writer.root
+    refuse_key(writer, provider)
     sink = _StoreAudit(writer, Breaker(breaker_limit))
     policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
     session = _Session()
@@ -588,6 +596,7 @@ def run_static(
     progress: ProgressFactory | None = None,
     handle_signals: bool = True,
     controls: RunControls | None = None,
+    require_environment: bool = False,
 ) -> StaticOutcome:
     """Run the static study into a new store at ``out`` and finalize it.
 
@@ -599,9 +608,12 @@ def run_static(
         progress: see ``ProgressFactory``.
         handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
         controls: the cost question, the circuit breaker, pacing (``RunControls``).
+        require_environment: refuse to start when the environment differs from the lock's
+            reference (otherwise it is only recorded, in genesis).
 
     Raises:
         StoreExistsError: when ``out`` exists and is not empty (checked first).
+        EnvironmentMismatchError: ``require_environment`` and the environment differs.
         RunDeclinedError: the user declined at the cost estimate; nothing was written.
         ProviderSelectionError: a planner plug-in was given (the static study has no planner).
         ManifestMismatchError: when the benchmark differs from its pinned manifest.
@@ -615,7 +627,11 @@ def run_static(
     if selection.planner is not None:
         # The static study has no planner: its snapshots are fixed, only critics are asked.
         raise ProviderSelectionError("--planner applies only to harness v2 run")
-    lock_bytes = _read_lock(lock_path or data_path(DEFAULT_LOCK_PATH))
+    lock = lock_path or data_path(DEFAULT_LOCK_PATH)
+    lock_bytes = _read_lock(lock)
+    environment = session_environment(
+        lock_bytes, str(lock), resume_of=None, require=require_environment
+    )
     bench = benchmark()
     manifest = check_manifest(bench)
     snapshots = study_snapshots(bench, split)
@@ -641,6 +657,7 @@ def run_static(
             result_type=StaticCellResult,
             attempt_type=AttemptRecord,
             identity=msgspec.to_builtins(identity),
+            environment=environment,
         )
         return _drive(
             writer,
@@ -667,12 +684,15 @@ def resume_static(
     progress: ProgressFactory | None = None,
     handle_signals: bool = True,
     controls: RunControls | None = None,
+    require_environment: bool = False,
 ) -> StaticOutcome:
     """Continue a static store from its verified prefix and finalize it.
 
     The split, provider, model, endpoint and generation config come from the store's genesis;
     only the credential comes from ``flags``. A finalized store is reported complete and
-    nothing is written.
+    nothing is written. The session's environment is recorded in its journal entry;
+    ``require_environment`` refuses to start when it differs from the lock's reference or
+    an earlier session's.
 
     Raises:
         StoreNotFoundError: no store at ``store_dir``.
@@ -718,7 +738,11 @@ def resume_static(
             f"{manifest.digest}: start a new store"
         )
     snapshots = study_snapshots(bench, identity.split)
-    lock_bytes = _read_lock(lock_path or data_path(DEFAULT_LOCK_PATH))
+    lock = lock_path or data_path(DEFAULT_LOCK_PATH)
+    lock_bytes = _read_lock(lock)
+    environment = session_environment(
+        lock_bytes, str(lock), resume_of=store_dir, require=require_environment
+    )
     controls = controls or RunControls()
     provider = open_provider(selection)
     try:
@@ -729,6 +753,7 @@ def resume_static(
             snapshot_rows(snapshots),
             result_type=StaticCellResult,
             attempt_type=AttemptRecord,
+            environment=environment,
         )
     except BaseException:
         _close(provider)

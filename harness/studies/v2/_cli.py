@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 import msgspec
 
+from harness.environment import session_environments
 from harness.log import verbosity
 from harness.providers.selection import (
     ProviderFlags,
@@ -25,6 +26,7 @@ from harness.providers.selection import (
 from harness.store import VerifyStatus
 from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
+from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.v2.study import (
     Outcome,
     default_store_dir,
@@ -58,6 +60,14 @@ def _max_cells_option(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
+def _require_environment_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--require-environment",
+        is_flag=True,
+        help=REQUIRE_ENVIRONMENT_HELP,
+    )(f)
+
+
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
     report = outcome.report
     if outcome.complete:
@@ -67,6 +77,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
     lines = status_lines(store)
     click.echo(lines[0])  # the store, and the pilot label of a pilot
     click.echo(lines[1])  # the provider and model
+    click.echo(lines[2])  # the environment that produced it
     if outcome.orphaned_attempts:
         click.echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
@@ -81,7 +92,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
             f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
             "rewritten store)"
         )
-    for line in lines[5:]:
+    for line in lines[6:]:
         click.echo(line)
 
 
@@ -110,6 +121,7 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
 )
 @pacing_options
 @yes_option
+@_require_environment_option
 def run_cmd(
     store_dir: Path | None,
     lock_path: Path | None,
@@ -120,6 +132,7 @@ def run_cmd(
     max_rpm: int | None,
     max_tpm: int | None,
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Run the whole study into a new store: preflight, 576 cells in order, manifest.
 
@@ -140,6 +153,7 @@ def run_cmd(
         cells=cell_patterns,
         confirm=confirm(assume_yes),
         pacing=pacing_of(max_rpm, max_tpm),
+        require_environment=require_environment,
     )
     _echo_outcome(store, outcome)
 
@@ -151,6 +165,7 @@ def run_cmd(
 @_max_cells_option
 @pacing_options
 @yes_option
+@_require_environment_option
 def resume_cmd(
     store_dir: Path,
     lock_path: Path | None,
@@ -159,6 +174,7 @@ def resume_cmd(
     max_rpm: int | None,
     max_tpm: int | None,
     assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Continue a store from its verified prefix (a torn tail is repaired, never rewritten).
 
@@ -176,6 +192,7 @@ def resume_cmd(
         max_cells=max_cells,
         confirm=confirm(assume_yes),
         pacing=pacing_of(max_rpm, max_tpm),
+        require_environment=require_environment,
     )
     _echo_outcome(store_dir, outcome)
 
@@ -200,6 +217,7 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "simulated": any(r.simulated for r in results),
             "pilot": view.pilot,
             "provider": msgspec.to_builtins(stored_identity(view)),
+            "environment": msgspec.to_builtins(session_environments(view.genesis, view.journal)),
             "pipelines": summary_rows(results),
         }
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")

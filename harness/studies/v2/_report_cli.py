@@ -7,6 +7,7 @@ H2, H3 and H4) and writes the Markdown, CSV, LaTeX, JSON and PNG files into ``--
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 import click
 import msgspec
@@ -17,7 +18,7 @@ from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.report import REPORT_DIR, build_report, write_report
 
-__all__ = ["v2_compare_cmd", "v2_report_cmd"]
+__all__ = ["brief_report", "v2_compare_cmd", "v2_report_cmd"]
 
 
 @click.command("report")
@@ -44,8 +45,13 @@ __all__ = ["v2_compare_cmd", "v2_report_cmd"]
     help="Refuse (exit 3, nothing written) unless the store is sealed by exactly this manifest "
     "digest (the one published when the run was finalized).",
 )
+@click.option(
+    "--brief",
+    is_flag=True,
+    help="Print only Table 4, the H2-H4 lines and the page to open (every file is written).",
+)
 def v2_report_cmd(
-    store: Path, config_path: Path | None, out: Path | None, expected: str | None
+    store: Path, config_path: Path | None, out: Path | None, expected: str | None, brief: bool
 ) -> None:
     """Table 4, H2-H4, strata and paired deltas, recomputed from the store alone."""
     if expected is not None and not is_digest(expected):
@@ -61,8 +67,36 @@ def v2_report_cmd(
             )
     target = out if out is not None else store / REPORT_DIR
     written = write_report(bundle, target)
-    click.echo(bundle.files["report.md"].decode(), nl=False)
+    markdown = bundle.files["report.md"].decode()
+    if brief:
+        click.echo(brief_report(markdown))
+        click.echo(f"wrote {len(written)} files to {target}; the whole report, every cell's")
+        click.echo("transcript included, is one page:")
+        click.echo(f"open {target / 'report.html'}")
+        return
+    click.echo(markdown, nl=False)
     click.echo(f"wrote {len(written)} files to {target}", err=True)
+
+
+_BRIEF: Final = ("## Table 4", "## Hypotheses")
+
+
+def brief_report(markdown: str) -> str:
+    """The sections of ``report.md`` a first screen shows: Table 4 and the hypotheses (H2-H4,
+    or the line saying a pilot gives none), up to the next section."""
+    lines = markdown.splitlines()
+    if _BRIEF[0] not in lines:
+        return markdown
+    start = lines.index(_BRIEF[0])
+    end = next(
+        (
+            i
+            for i in range(start, len(lines))
+            if lines[i].startswith("## ") and lines[i] not in _BRIEF
+        ),
+        len(lines),
+    )
+    return "\n".join(lines[start:end]).rstrip() + "\n"
 
 
 @click.command("compare")

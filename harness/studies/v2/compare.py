@@ -23,6 +23,7 @@ from typing import Final
 import msgspec
 
 from harness.analysis import cluster_bootstrap_difference
+from harness.environment import describe_store, differences, session_environments
 from harness.errors import StudyReportError
 from harness.store import StoreView
 from harness.studies.v2.analysis import PIPELINE_LABELS, ArmRow, analyze
@@ -47,6 +48,7 @@ class StoreSide(msgspec.Struct, frozen=True, kw_only=True):
 
     store: str
     provider: str
+    environment: str
     not_frozen_study: str
     cells: int
     schedule_rows: int
@@ -78,16 +80,18 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     replicates: int
     seed: int
     deltas: tuple[PairedRate, ...]
+    environment_differences: tuple[str, ...]
 
 
 def _side(
     root: Path, view: StoreView, results: Sequence[CellResult], params: AnalysisParams
 ) -> StoreSide:
-    provider, not_frozen = store_provider(view)
+    provider, not_frozen = store_provider(view, root)
     analysis = analyze(results, params, expected_cells=view.report.schedule_rows)
     return StoreSide(
         store=str(root),
         provider=provider or analysis.provider,
+        environment=describe_store(view),
         not_frozen_study=not_frozen,
         cells=view.report.cells,
         schedule_rows=view.report.schedule_rows,
@@ -142,6 +146,18 @@ def _paired(
     return out
 
 
+def _environment_differences(a: StoreView, b: StoreView) -> tuple[str, ...]:
+    """How the environments of the two stores' first sessions differ (B's named against A's)."""
+    first_a = session_environments(a.genesis, a.journal)
+    first_b = session_environments(b.genesis, b.journal)
+    if not first_a or not first_b:
+        missing = " and ".join(n for n, f in (("A", first_a), ("B", first_b)) if not f)
+        return (f"the environment of {missing} is not recorded",)
+    return tuple(
+        differences(first_a[0].environment, first_b[0].environment, "in A", here_word="in B")
+    )
+
+
 def compare_stores(a_root: Path, b_root: Path, config_path: Path) -> Comparison:
     """Compare two V2 stores (see the module docstring).
 
@@ -188,6 +204,7 @@ def compare_stores(a_root: Path, b_root: Path, config_path: Path) -> Comparison:
         deltas=tuple(
             _paired({c: a_cells[c] for c in common}, {c: b_cells[c] for c in common}, params)
         ),
+        environment_differences=_environment_differences(a_view, b_view),
     )
 
 
@@ -216,10 +233,21 @@ def render_comparison(c: Comparison) -> str:
             "",
             f"Store {side.store}: {side.cells}/{side.schedule_rows} cells ({done}).",
             "",
+            f"{side.environment}.",
+            "",
         ]
         if side.not_frozen_study:
             out += [f"**{side.not_frozen_study}**", ""]
         out += [*_table(side), ""]
+    if c.environment_differences:
+        out += [
+            "**The two stores were produced in different environments:** "
+            + "; ".join(c.environment_differences)
+            + ".",
+            "",
+        ]
+    else:
+        out += ["Both stores were produced in the same environment.", ""]
     out += [
         f"## Paired differences A - B by pipeline ({c.paired_cells} cells in both stores)",
         "",

@@ -14,7 +14,9 @@ and reanalyse it without the development tree:
   head, manifest and lock digests, and the command that replays the bundle.
 
 Before anything is written, a privacy check scans every byte of every file for credential-shaped
-strings, local absolute paths, and the local user and host names (``harness.privacy``); any
+strings, local absolute paths, the local user and host names, and - for a run that sent an API
+key, which must then be given to the export - that key itself in any spelling, whatever its
+shape (``harness.privacy``); any
 finding refuses the whole export with one line per finding (never quoting the match) and
 leaves nothing behind. The bundle appears at ``OUT`` with one rename.
 
@@ -46,9 +48,10 @@ from harness.errors import (
     UnsafeFileError,
 )
 from harness.lock import FileRole, decode_lock, file_digest
-from harness.privacy import Finding, credential_findings, local_findings
+from harness.privacy import Finding, KeyFinder, credential_findings, key_findings, local_findings
+from harness.providers.kinds import ProviderName
 from harness.safeio import MAX_READ, read_regular
-from harness.store import lock_digest, read_store
+from harness.store import StoreView, lock_digest, read_store
 from harness.studies.v2.report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
 
 __all__ = [
@@ -58,6 +61,7 @@ __all__ = [
     "export_bundle",
     "local_names",
     "privacy_findings",
+    "used_a_key",
 ]
 
 BUNDLE_MANIFEST: Final = "bundle-manifest.json"
@@ -97,13 +101,33 @@ def local_names() -> list[str]:
     return [n for n in names if n]
 
 
-def privacy_findings(files: dict[str, bytes], names: Sequence[str]) -> list[Finding]:
-    """Every credential-shaped string, local path and local name in ``files``."""
+def privacy_findings(
+    files: dict[str, bytes], names: Sequence[str], key: KeyFinder | None = None
+) -> list[Finding]:
+    """Every credential-shaped string, local path and local name in ``files``, and every
+    occurrence of ``key`` (the run's own key) when given."""
     found: list[Finding] = []
     for path, data in sorted(files.items()):
         found.extend(credential_findings(path, data))
         found.extend(local_findings(path, data, names))
+        if key is not None:
+            found.extend(key_findings(path, data, key))
     return found
+
+
+def used_a_key(view: StoreView) -> bool:
+    """Whether the run sent an API key: gemini always, openai unless ``--no-credential``, as
+    the store's genesis binds its provider identity."""
+    # Imported here: the study module pulls in the run machinery, which export never uses.
+    from harness.studies.v2.study import stored_identity
+
+    identity = stored_identity(view)
+    if identity is None:
+        return False
+    provider = identity.provider
+    return provider is ProviderName.GEMINI or (
+        provider is ProviderName.OPENAI and identity.credential != "none"
+    )
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -166,6 +190,7 @@ def export_bundle(
     config_path: Path,
     report_dir: Path | None = None,
     names: Sequence[str] | None = None,
+    key: KeyFinder | None = None,
 ) -> BundleManifest:
     """Write the artifact bundle of the finalized store at ``root`` to ``out``.
 
@@ -175,6 +200,8 @@ def export_bundle(
         config_path: the frozen study config the store's lock covers.
         report_dir: the report to include (default ``root/report``).
         names: user and host names the bundle must not contain (default: this machine's).
+        key: the run's own key, which the bundle must not contain in any spelling; required
+            when the run sent one (gemini, openai with a key).
 
     Returns:
         The bundle manifest (also written as ``bundle-manifest.json``).
@@ -182,7 +209,8 @@ def export_bundle(
     Raises:
         StoreNotFoundError: no store at ``root``.
         ExportError: the store does not verify or is not finalized, the report is missing or
-            stale, the config is not the locked one, or ``out`` exists.
+            stale, the config is not the locked one, ``out`` exists, or the run sent a key and
+            none was given to check the bundle for.
         StudyKindError: the store is a static study's.
         PrivacyError: the bundle would carry a credential, a local path or a local name.
     """
@@ -197,10 +225,16 @@ def export_bundle(
         raise ExportError(f"store {base} is not finalized; finish and finalize the run first")
     if study_kind(view, str(base)) != "v2":
         raise StudyKindError(f"{base} is a static study store: export bundles V2 stores only")
+    if key is None and used_a_key(view):
+        raise ExportError(
+            f"store {base} was made with an API key, and the bundle is checked for that key "
+            "itself: give it as the run took it (--credential-file PATH or --credential-env "
+            "NAME); nothing written"
+        )
     files = _store_files(base)
     files[CONFIG_NAME] = _config_file(base, config_path, files["study.lock"])
     files.update(_report_files(base, report_dir or base / "report", report.head))
-    found = privacy_findings(files, local_names() if names is None else names)
+    found = privacy_findings(files, local_names() if names is None else names, key)
     if found:
         listed = "; ".join(f.line() for f in found[:_MAX_LISTED])
         more = f" (and {len(found) - _MAX_LISTED} more)" if len(found) > _MAX_LISTED else ""

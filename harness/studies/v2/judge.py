@@ -7,7 +7,9 @@ A proposal is *supported* when, for every required slot of the task,
 2. the certificate has exactly one claim for the slot, claiming that same value; and
 3. the claim cites exactly the oracle's required evidence for the slot - one receipt per
    planned scope, every planned scope covered, no other - and every cited receipt is in the
-   ledger, belongs to the task, and recorded a successful, validated call.
+   ledger, belongs to the task, recorded a successful, validated call, and comes from a
+   legitimate source of the slot (``harness.worlds.tasks.legitimate_sources``: the one
+   definition the contract shares, e.g. the metric lookup or the matching series point).
 
 The certificate must claim no slot the task does not require. Nothing else of the
 certificate is judged: its digests and declared transforms are the verifier's business, and
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import msgspec
 
 from harness.ect.model import Certificate, Ledger, Receipt, Scope
-from harness.worlds.tasks import CallSpec, SlotPlan, Task
+from harness.worlds.tasks import CallSpec, SlotPlan, Task, legitimate_sources
 
 __all__ = ["Judgement", "judge_proposal", "missing_evidence", "same_value"]
 
@@ -49,11 +52,19 @@ def _number(value: object) -> bool:
 
 
 def same_value(got: Any, want: Any, abs_tol: float = 0.0, rel_tol: float = 0.0) -> bool:
-    """``got`` equals the oracle value ``want`` (numbers within tolerance), recursively."""
+    """``got`` equals the oracle value ``want`` (numbers within tolerance), recursively.
+
+    Numbers compare by exact rational value whatever their JSON type (``3.0`` is 3; ``true``
+    and ``"3"`` are not numbers): a float subtraction could round a difference away, and
+    ``int - float`` overflows for integers beyond the float range.
+    """
     if _number(want):
-        if not _number(got) or not math.isfinite(got):
+        if not _number(got) or (isinstance(got, float) and not math.isfinite(got)):
             return False
-        return bool(abs(got - want) <= max(abs_tol, rel_tol * abs(want)))
+        if got == want:
+            return True
+        exact = Fraction(want)
+        return abs(Fraction(got) - exact) <= max(Fraction(abs_tol), Fraction(rel_tol) * abs(exact))
     if isinstance(want, (list, tuple)):
         return (
             isinstance(got, (list, tuple))
@@ -80,6 +91,7 @@ def _evidence_problems(
     wanted = {
         (i.scope.entity, i.scope.attribute, i.scope.level, i.scope.date) for i in plan.evidence
     }
+    sources = {(s.tool_id, s.source_path) for s in legitimate_sources(plan.evidence)}
     problems: list[str] = []
     scopes = []
     for rid in cited:
@@ -89,6 +101,8 @@ def _evidence_problems(
             continue
         if receipt.exec_status != "ok" or receipt.validation != "validated":
             problems.append(f"{plan.slot}: cites {rid}, which records a failed or invalid call")
+        if (receipt.tool_id, receipt.source_path) not in sources:
+            problems.append(f"{plan.slot}: cites {rid}, which is not from a source of the slot")
         scopes.append(_scope(receipt))
     if len(scopes) == len(cited) and (set(scopes) != wanted or len(scopes) != len(wanted)):
         problems.append(f"{plan.slot}: cited scopes are not exactly the required evidence")

@@ -30,6 +30,7 @@ from typing import Any, Final, Protocol
 import msgspec
 import trio
 
+from harness import capacity
 from harness.canonical import Domain, digest
 from harness.ect.boundary import BoundaryError, decode
 from harness.ect.model import Certificate, Ledger, descriptor_digest, ledger_digest
@@ -115,11 +116,13 @@ class SandboxTools:
         """
         request = {"tool_id": tool_id, "args": dict(args), "world": world}
         call = functools.partial(self._backend.call, request, timeout_s=self._timeout_s)
-        result: ToolCallResult = await trio.to_thread.run_sync(call)
+        # Tool calls have their own limiter: hung provider calls never hold a tool call back.
+        limiter = capacity.current().tools
+        result: ToolCallResult = await trio.to_thread.run_sync(call, limiter=limiter)
         if result.outcome is not Outcome.KILLED:
             return result
         _log.warning("v2.tool_child_killed", tool_id=tool_id, error=result.error, retry=True)
-        result = await trio.to_thread.run_sync(call)
+        result = await trio.to_thread.run_sync(call, limiter=limiter)
         if result.outcome is Outcome.KILLED:
             raise ToolChildKilledError(
                 f"the sandboxed child of tool call {tool_id!r} was killed twice by a signal the "

@@ -19,12 +19,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
-
-import msgspec
+from typing import Final
 
 from harness.errors import V2StudyError
 from harness.providers.config import GeminiSettings
+from harness.run_identity import PILOT_KEY, PilotLabel, pilot_label
 from harness.studies._cost import CallPlan
 from harness.studies.v2.schedule import Row
 
@@ -37,32 +36,6 @@ __all__ = [
     "pilot_label",
     "select_rows",
 ]
-
-PILOT_KEY: Final = "pilot"
-
-
-class PilotLabel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a pilot store's genesis binds under ``identity.pilot``.
-
-    Attributes:
-        limit: ``--limit`` (the first K rows of the selection), or None.
-        cells: the ``--cells`` patterns, in the order given (empty: every row).
-        rows: how many schedule rows the pilot holds.
-        of: how many rows the full study has.
-    """
-
-    limit: int | None
-    cells: tuple[str, ...]
-    rows: int
-    of: int
-
-    def describe(self) -> str:
-        """``PILOT: 24 of 576 cells (--limit 24)``."""
-        how = []
-        if self.limit is not None:
-            how.append(f"--limit {self.limit}")
-        how += [f"--cells {p}" for p in self.cells]
-        return f"PILOT: {self.rows} of {self.of} cells ({' '.join(how)}); not the study"
 
 
 def select_rows(
@@ -92,21 +65,6 @@ def select_rows(
         chosen = chosen[:limit]
     label = PilotLabel(limit=limit, cells=tuple(patterns), rows=len(chosen), of=len(rows))
     return tuple(chosen), label
-
-
-def pilot_label(identity: Any) -> PilotLabel | None:
-    """The pilot label of a genesis identity object (None: the full study).
-
-    Raises:
-        V2StudyError: the identity holds a ``pilot`` entry that is not a pilot label.
-    """
-    plain = identity.get(PILOT_KEY) if isinstance(identity, dict) else None
-    if plain is None:
-        return None
-    try:
-        return msgspec.convert(plain, PilotLabel)
-    except msgspec.ValidationError as e:
-        raise V2StudyError(f"the store's genesis holds no valid pilot label: {e}") from e
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ import trio
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
+from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, StoreError, StudyReportError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
@@ -222,6 +223,7 @@ def replay_store(
         table_mismatches=tuple(table_mismatches),
         simulated=all(r.simulated for r in results),
         provider=provider_line(view, results),
+        environment=describe_store(view),
         stale_report_cells=stale,
         no_report=no_report,
     )
@@ -231,6 +233,7 @@ def render_replay(report: ReplayReport) -> str:
     """The replay report as text."""
     out = [
         *([report.provider] if report.provider else []),
+        *([report.environment] if report.environment else []),
         f"store: {report.store_status}; offline, no credential"
         + ("; simulated provider (not a language model)" if report.simulated else ""),
         f"cells: {report.cells_identical}/{report.cells} replayed identically "

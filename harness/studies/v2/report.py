@@ -19,7 +19,11 @@ Files written to the report directory (default ``DIR/report``), all byte-determi
   transcript (``harness.studies.v2.transcript``), collapsed and filterable;
 - ``report-manifest.json``: the digest of each file above (what replay and export check).
 
-Results of the simulated provider are labelled as such in every file.
+Every file names the run the same way (``harness.run_identity``: provider, model, endpoint,
+planner plug-in, credential, state; the simulated provider and a foreign endpoint say so); a
+partial store or a pilot gives no hypothesis verdict in any file. Table 4 ends with each
+pipeline's final provider failures by class (``v2.failures``), with the calls sentence and,
+when the model never answered some of them, a banner under it.
 """
 
 from __future__ import annotations
@@ -31,18 +35,19 @@ from typing import Final, Literal
 import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.environment import describe_store
 from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.log import get_logger
-from harness.providers.kinds import ProviderName
-from harness.providers.selection import ProviderIdentity
+from harness.run_identity import IDENTITY_COLUMNS, RunIdentity, read_identity
 from harness.safeio import write_atomic
 from harness.store import StoreView
 from harness.store import lock_digest as store_lock_digest
 from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
+from harness.studies.provenance import with_environment_header
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import (
     OUTCOME_LABELS,
@@ -52,8 +57,8 @@ from harness.studies.v2.analysis import (
     analyze,
 )
 from harness.studies.v2.config import V2Config, decode_config
+from harness.studies.v2.failures import FAILURE_CLASSES, ProviderFailures, provider_failures
 from harness.studies.v2.outcomes import CellResult, decode_cell, read_v2_store
-from harness.studies.v2.pilot import pilot_label
 from harness.studies.v2.transcript import (
     CellTranscript,
     render_transcript,
@@ -72,8 +77,10 @@ __all__ = [
     "ReportManifest",
     "StoreIdentity",
     "bound_config",
-    "store_provider",
     "build_report",
+    "run_of",
+    "store_identity",
+    "store_provider",
     "decode_manifest",
     "load_results",
     "render_files",
@@ -94,13 +101,7 @@ REPORT_FILES: Final = (
     "report.html",
     *FIGURE_FILES,
 )
-_SIMULATED_NOTE: Final = (
-    "SIMULATED PROVIDER: these are results of the deterministic simulated planner and critics, "
-    "not of a language model."
-)
-
-
-_NO_ENVIRONMENT: Final = "not recorded in the study lock"
+_NO_ENVIRONMENT: Final = "Environment: not recorded"
 _log = get_logger("harness.studies.v2")
 
 
@@ -116,12 +117,14 @@ class StoreIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     config_digest: str
     environment: str = _NO_ENVIRONMENT
     provider: str = ""
-    # Set when the run is not the paper's frozen study set-up (another provider or a planner
-    # plug-in); simulated runs carry their own note.
+    # Why the run is not the paper's frozen study set-up ("" only when it is).
     not_frozen_study: str = ""
     pilot: str = ""
     models: tuple[str, ...] = ()
     frozen_rows: int | None = None
+    # The run identity every report file names (``harness.run_identity``), and its one line.
+    run: RunIdentity | None = None
+    run_line: str = ""
 
 
 class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -136,6 +139,7 @@ class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     pilot: bool = False
     store: StoreIdentity
     analysis: V2Analysis
+    failures: ProviderFailures | None = None
 
 
 class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -223,52 +227,28 @@ def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
     return view, results
 
 
-def _identity(view: StoreView) -> ProviderIdentity | None:
-    plain = None if view.genesis is None else view.genesis.identity.get("provider")
-    if not isinstance(plain, dict):
-        return None
-    try:
-        return msgspec.convert(plain, ProviderIdentity, strict=False)
-    except msgspec.ValidationError as e:
-        raise StudyReportError(f"the store's genesis holds no valid provider identity: {e}") from e
+def store_identity(view: StoreView, root: Path) -> RunIdentity:
+    """The run identity of the V2 store ``view`` at ``root`` (its genesis, its state, and the
+    frozen schedule its lock covers; an older store without a bound identity is named by its
+    results).
 
-
-def _provider_model(view: StoreView) -> str:
-    """``gemini, model gemini-2.5-flash`` from the store's genesis ("" for an older store),
-    with the endpoint host of an openai run and the planner plug-in when there is one."""
-    identity = _identity(view)
-    if identity is None:
-        return ""
-    if identity.provider is ProviderName.SIMULATED:
-        text = "simulated (not a language model), model none"
-    else:
-        text = f"{identity.provider.value}, model {identity.model}"
-        if identity.endpoint_host is not None:
-            text += f" at {identity.endpoint_host}"
-    if identity.planner is not None:
-        text += f"; planner plug-in {identity.planner.spec} ({identity.planner.digest})"
-    return text
-
-
-def _not_frozen_study(view: StoreView) -> str:
-    """Why a run with a real planner is not the paper's frozen study ("" when it is, or when
-    the planner is simulated: that note is separate)."""
-    identity = _identity(view)
-    if identity is None or identity.frozen_study:
-        return ""
-    if identity.provider is ProviderName.SIMULATED and identity.planner is None:
-        return ""
-    return (
-        f"NOT THE PAPER'S FROZEN STUDY: the planner is {_provider_model(view)}; the paper's "
-        "study ran gemini-2.5-flash. The protocol is the same; compare stores side by side with "
-        "`harness v2 compare`."
+    Raises:
+        StudyReportError, V2StudyError: the genesis holds an identity that does not decode.
+    """
+    providers = sorted({str(r.result.get("provider")) for r in view.cells})
+    return read_identity(
+        view,
+        frozen_rows=frozen_rows(root),
+        fallback_provider=providers[0] if len(providers) == 1 else None,
+        fallback_simulated=any(r.result.get("simulated") is True for r in view.cells),
     )
 
 
-def store_provider(view: StoreView) -> tuple[str, str]:
-    """Who ran a store (provider, model, endpoint host, plug-in) and, when it is not the
-    paper's frozen study set-up, the note saying so ("" otherwise)."""
-    return _provider_model(view), _not_frozen_study(view)
+def store_provider(view: StoreView, root: Path) -> tuple[str, str]:
+    """Who ran a store (provider, model, endpoint, plug-in, credential) and why it is not the
+    paper's frozen study set-up ("" when it is)."""
+    run = store_identity(view, root)
+    return run.who(), run.not_frozen_study
 
 
 def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundle:
@@ -281,9 +261,8 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     view, results = load_results(base)
     config, config_digest = bound_config(base, config_path)
     report = view.report
-    label = None if view.genesis is None else pilot_label(view.genesis.identity)
+    run = store_identity(view, base)
     lock_bytes = (base / "study.lock").read_bytes()
-    environment = decode_lock(lock_bytes, origin=f"{base}/study.lock").environment
     identity = StoreIdentity(
         lock_digest=store_lock_digest(lock_bytes),
         schedule_digest=report.schedule_digest or "",
@@ -292,20 +271,25 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
         schedule_rows=report.schedule_rows,
         manifest_digest=report.manifest_digest,
         config_digest=config_digest,
-        environment=_NO_ENVIRONMENT if environment is None else environment.describe(),
-        provider=_provider_model(view),
-        not_frozen_study=_not_frozen_study(view),
-        pilot="" if label is None else label.describe(),
+        environment=describe_store(view),
+        provider=run.who(),
+        not_frozen_study=run.not_frozen_study,
+        pilot=run.pilot,
         models=_models(view),
         frozen_rows=frozen_rows(base),
+        run=run,
+        run_line=run.line(),
     )
     try:
         analysis = analyze(results, config.analysis, expected_cells=report.schedule_rows)
     except ValueError as e:
         raise StudyReportError(f"store {base}: {e}") from e
-    partial = report.manifest_digest is None or report.cells < report.schedule_rows
     document = ReportDocument(
-        partial=partial, pilot=label is not None, store=identity, analysis=analysis
+        partial=run.partial,
+        pilot=bool(run.pilot),
+        store=identity,
+        analysis=analysis,
+        failures=provider_failures(view.cells, results),
     )
     cells = transcripts_of(base, view.cells, config_path)
     return ReportBundle(document=document, files=render_files(document, cells))
@@ -318,26 +302,36 @@ def _pct(x: float) -> str:
     return f"{x:.2f}"
 
 
+_COUNTS: Final = (("u", "U"), ("s", "S"), ("fc", "FC"), ("r", "R"))
+
+
+def _denominators(rows: tuple[ArmRow, ...]) -> dict[str, int | None]:
+    """Each count's denominator when every row has the same one (None: they differ, as in a
+    partial store, and each cell then carries its own)."""
+    return {
+        name: (found.pop() if len(found := {getattr(r, f"{name}_n") for r in rows}) == 1 else None)
+        for name, _ in _COUNTS
+    }
+
+
 def _columns(rows: tuple[ArmRow, ...]) -> list[str]:
-    first = rows[0]
-    return [
-        "Pipeline",
-        f"U/{first.u_n}",
-        f"S/{first.s_n}",
-        f"FC/{first.fc_n}",
-        f"R/{first.r_n}",
-        "Turns",
-        "Calls",
+    shared = _denominators(rows)
+    counts = [
+        label if shared[name] is None else f"{label}/{shared[name]}" for name, label in _COUNTS
     ]
+    return ["Pipeline", *counts, "Turns", "Calls"]
 
 
-def _cells(row: ArmRow) -> list[str]:
+def _count(row: ArmRow, name: str, shared: dict[str, int | None]) -> str:
+    count = str(getattr(row, name))
+    return count if shared[name] is not None else f"{count}/{getattr(row, f'{name}_n')}"
+
+
+def _cells(row: ArmRow, rows: tuple[ArmRow, ...]) -> list[str]:
+    shared = _denominators(rows)
     return [
         row.label,
-        str(row.u),
-        str(row.s),
-        str(row.fc),
-        str(row.r),
+        *(_count(row, name, shared) for name, _ in _COUNTS),
         f"{row.turns:.2f}",
         f"{row.calls:.2f}",
     ]
@@ -346,8 +340,38 @@ def _cells(row: ArmRow) -> list[str]:
 def _markdown_table(rows: tuple[ArmRow, ...]) -> list[str]:
     head = _columns(rows)
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * 6) + "|"]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cells(row, rows)) + " |" for row in rows]
     return lines
+
+
+_FAILURE_HEADERS: Final = ("Transport", "Rate limit", "Auth", "Server", "Unusable")
+_FAILURE_LEGEND: Final = (
+    "Transport, Rate limit, Auth, Server and Unusable count each pipeline's final provider "
+    "failures (calls whose last attempt failed: no reply, HTTP 429, a rejected key, another "
+    "HTTP error, an unusable reply), mapped to continue under the frozen rule."
+)
+
+
+def _failures(document: ReportDocument) -> ProviderFailures:
+    """The provider failures a report names (always counted by ``build_report``)."""
+    if document.failures is None:
+        raise StudyReportError("the report document holds no provider failure counts")
+    return document.failures
+
+
+def _table4(document: ReportDocument) -> tuple[list[str], list[list[str]]]:
+    """Table 4: the counts, then each pipeline's final provider failures by class."""
+    a, failures = document.analysis, _failures(document)
+    by_policy = {f.policy: f for f in failures.pipelines}
+    head = [*_columns(a.table4), *_FAILURE_HEADERS]
+    body = [
+        [
+            *_cells(row, a.table4),
+            *(str(by_policy[row.policy].by_class[c]) for c in FAILURE_CLASSES),
+        ]
+        for row in a.table4
+    ]
+    return head, body
 
 
 def _hypothesis_lines(a: V2Analysis) -> list[str]:
@@ -420,19 +444,12 @@ def _md(header: list[str], body: list[list[str]], text_columns: int = 1) -> list
     return markdown_lines(header, body, text_columns=text_columns, padded=False)
 
 
-def provider_text(document: ReportDocument) -> str:
-    """Who produced the data: provider and model, and whether it is a simulation."""
-    a, models = document.analysis, document.store.models
-    model = ", ".join(models) or "not recorded"
-    if a.simulated:
-        return (
-            f"Provider: {a.provider} (deterministic simulated planner and critics, not a "
-            f"language model); model: {model}; SIMULATED DATA"
-        )
-    if document.store.not_frozen_study:
-        # Another provider or a planner plug-in: name it with its endpoint host and plug-in.
-        return f"Provider: {document.store.provider}; not the paper's frozen study"
-    return f"Provider: {a.provider}; model: {model}"
+def run_of(document: ReportDocument) -> RunIdentity:
+    """The run identity a report names (always bound by ``build_report``)."""
+    run = document.store.run
+    if run is None:
+        raise StudyReportError("the report document holds no run identity")
+    return run
 
 
 def figure_caption(document: ReportDocument) -> str:
@@ -443,39 +460,24 @@ def figure_caption(document: ReportDocument) -> str:
         f"(both checkpoints) per pipeline over {a.primary_clusters} primary task clusters; "
         f"whiskers are {100 * a.level:g}% task-cluster bootstrap intervals "
         f"({a.replicates:,} replicates, seed {a.seed}); labels give events/trajectories. "
-        f"{provider_text(document)}."
+        f"{run_of(document).line()}."
     )
+
+
+def _hypothesis_text(document: ReportDocument) -> list[str]:
+    """H2-H4 with their verdicts, or why none is given (a partial store, a pilot)."""
+    note = run_of(document).verdict_note()
+    if note:
+        return [f"H2, H3, H4: {note}."]
+    return _hypothesis_lines(document.analysis)
 
 
 def render_markdown(document: ReportDocument) -> bytes:
     """``report.md``."""
     a, s = document.analysis, document.store
-    out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", ""]
-    # Older stores bind no identity in their genesis: name the provider their results carry.
-    out += [f"Provider: {document.store.provider or a.provider}.", ""]
-    if document.partial:
-        out += [
-            f"**PARTIAL REPORT: made at {document.store.cells} of "
-            f"{document.store.schedule_rows} cells on a store that is not finalized; "
-            "`harness v2 resume` supersedes it.**",
-            "",
-        ]
-    if document.pilot:
-        out += [
-            f"**{s.pilot}. A pilot run of a subset of the schedule: these tables describe "
-            "its cells only, and no hypothesis verdict is given.**",
-            "",
-        ]
-    if a.simulated:
-        out += [f"**{_SIMULATED_NOTE}**", ""]
-    if document.store.not_frozen_study:
-        out += [f"**{document.store.not_frozen_study}**", ""]
-    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
-        out += [
-            f"**PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
-            "frozen schedule; it is not the study.**",
-            "",
-        ]
+    run = run_of(document)
+    out = ["# V2 closed-loop study: Table 4 and hypotheses H2-H4", "", f"{run.line()}.", ""]
+    out += [x for banner in run.banners() for x in (f"**{banner}**", "")]
     status = "complete" if a.complete else f"INCOMPLETE ({a.cells} of {a.expected_cells} cells)"
     out += [
         f"Store: {s.cells}/{s.schedule_rows} cells ({status}), "
@@ -483,7 +485,7 @@ def render_markdown(document: ReportDocument) -> bytes:
         "",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
         "",
-        f"Environment (from the lock): {s.environment}.",
+        f"{s.environment}.",
         "",
         f"Confirmatory scope: {a.primary_clusters} primary task clusters, "
         f"{a.primary_trajectories} trajectories; excluded trust-boundary clusters: "
@@ -497,18 +499,20 @@ def render_markdown(document: ReportDocument) -> bytes:
             + ".",
             "",
         ]
-    out += ["## Table 4", "", *_markdown_table(a.table4), ""]
+    failures = _failures(document)
+    out += ["## Table 4", "", *_md(*_table4(document)), ""]
     out += [
         "U: premature unsupported termination on incomplete checkpoints; S: supported "
         "completion over both checkpoints; FC: clean false continuation; R: recovery event on "
-        "incomplete checkpoints. Turns and Calls are per-trajectory means.",
+        "incomplete checkpoints. Turns and Calls are per-trajectory means. " + _FAILURE_LEGEND,
         "",
-        "## Hypotheses",
+        failures.sentence(),
         "",
     ]
-    if document.pilot:
-        out += ["None: a pilot is not the study (run the full schedule for H2-H4).", ""]
-    for line in [] if document.pilot else _hypothesis_lines(a):
+    if failures.banner():
+        out += [f"**{failures.banner()}**", ""]
+    out += ["## Hypotheses", ""]
+    for line in _hypothesis_text(document):
         out += [line, ""]
     out += [
         f"## Unseen-fault strata ({', '.join(a.unseen_faults) or 'none'}; descriptive)",
@@ -564,22 +568,25 @@ def _csv(rows: list[list[str]]) -> bytes:
     return csv_text(rows).encode()
 
 
-def render_table4_csv(a: V2Analysis, pilot: str = "") -> bytes:
-    """``table4.csv``: Table 4 with the provider on every row (and the pilot label)."""
-    rows = [[*_columns(a.table4), "provider"]]
-    provider = "simulated" if a.simulated else a.provider
-    if pilot:
-        provider = f"{provider} ({pilot})"
-    rows += [[*_cells(row), provider] for row in a.table4]
+def render_table4_csv(document: ReportDocument) -> bytes:
+    """``table4.csv``: Table 4, each row ending with the run identity's columns."""
+    run = run_of(document)
+    head, body = _table4(document)
+    rows = [[*head, *IDENTITY_COLUMNS]]
+    rows += [[*row, *run.columns()] for row in body]
     return _csv(rows)
 
 
-def render_hypotheses_csv(a: V2Analysis, pilot: str = "") -> bytes:
-    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict (a pilot: none)."""
-    rows = [["hypothesis", "estimate", "low", "high", "unit", "passed", "criterion", "provider"]]
-    provider = "simulated" if a.simulated else a.provider
-    if pilot:
-        rows.append(["none", "", "", "", "", "", f"{pilot}: no hypothesis verdicts", provider])
+def render_hypotheses_csv(document: ReportDocument) -> bytes:
+    """``hypotheses.csv``: H2-H4 with estimate, interval and verdict, each row ending with the
+    run identity's columns; on a partial store or a pilot one row saying why there is none."""
+    a, run = document.analysis, run_of(document)
+    rows = [
+        ["hypothesis", "estimate", "low", "high", "unit", "passed", "criterion", *IDENTITY_COLUMNS]
+    ]
+    note = run.verdict_note()
+    if note:
+        rows.append(["H2-H4", "", "", "", "", "", note, *run.columns()])
         return _csv(rows)
     for h in (a.h2, a.h3):
         rows.append(
@@ -591,7 +598,7 @@ def render_hypotheses_csv(a: V2Analysis, pilot: str = "") -> bytes:
                 "pp",
                 str(h.passed).lower(),
                 h.criterion,
-                provider,
+                *run.columns(),
             ]
         )
     g = a.h4
@@ -604,7 +611,7 @@ def render_hypotheses_csv(a: V2Analysis, pilot: str = "") -> bytes:
             "%",
             str(g.passed).lower(),
             g.criterion,
-            provider,
+            *run.columns(),
         ]
     )
     return _csv(rows)
@@ -616,22 +623,19 @@ def _tex(text: str) -> str:
     return text
 
 
-def render_table4_tex(a: V2Analysis, pilot: str = "", *, provider: str = "") -> bytes:
-    """``table4.tex``: a booktabs tabular in a table environment; the caption names the
-    provider and model (``provider``, from the store's genesis)."""
-    head = _columns(a.table4)
-    note = " Simulated provider: not results of a language model." if a.simulated else ""
-    if provider:
-        note += f" Provider: {_tex(provider)}."
-    note += f" {_tex(pilot)}." if pilot else ""
+def render_table4_tex(document: ReportDocument) -> bytes:
+    """``table4.tex``: a booktabs tabular in a table environment; the caption ends with the
+    run identity's line."""
+    head, body = _table4(document)
     caption = (
         "V2 primary-scope results. U is premature unsupported termination on "
         "incomplete checkpoints; S is supported completion over both conditions; FC is clean "
         "false continuation; R is successful recovery on incomplete checkpoints. Turns and "
-        f"Calls are per-trajectory means.{note}"
+        f"Calls are per-trajectory means. {_FAILURE_LEGEND} "
+        f"{_tex(_failures(document).sentence())} {_tex(run_of(document).line())}."
     )
-    body = [_cells(row) for row in a.table4]
-    lines = [*latex_lines(head, body, spec="lrrrrrr", caption=caption, escape=False), ""]
+    spec = "l" + "r" * (len(head) - 1)
+    lines = [*latex_lines(head, body, spec=spec, caption=caption, escape=False), ""]
     return "\n".join(lines).encode()
 
 
@@ -656,12 +660,10 @@ def _bars(a: V2Analysis, name: str) -> list[Bar]:
 def render_figures(document: ReportDocument) -> dict[str, bytes]:
     """``figure.png|svg|pdf``: U and S per pipeline with their task-cluster intervals."""
     require_extra("matplotlib", "plots", "the V2 report's figures (figure.png, .svg, .pdf)")
-    a = document.analysis
+    a, run = document.analysis, run_of(document)
     title = f"V2 closed loop, {a.primary_clusters} primary task clusters"
-    if a.simulated:
-        title += " (SIMULATED provider, not an LLM)"
-    if document.pilot:
-        title += f" - {document.store.pilot.split(' (', 1)[0]}"
+    if run.marks():
+        title += f" ({'; '.join(run.marks())})"
     drawn = interval_panels(
         [
             Panel("Premature unsupported termination (%)", _bars(a, "u")),
@@ -669,6 +671,7 @@ def render_figures(document: ReportDocument) -> dict[str, bytes]:
         ],
         title=title,
         caption=figure_caption(document),
+        description=run.line(),
     )
     return {f"figure.{fmt}": data for fmt, data in drawn.items()}
 
@@ -681,47 +684,31 @@ def render_html(
     document: ReportDocument, cells: list[CellTranscript], figures: dict[str, bytes]
 ) -> bytes:
     """``report.html``: every table, the figure and every cell's transcript on one page."""
-    a, s = document.analysis, document.store
-    banners = []
-    if a.simulated:
-        banners.append(_SIMULATED_NOTE)
-    if s.not_frozen_study:
-        banners.append(s.not_frozen_study)
-    if document.pilot:
-        banners.append(f"{s.pilot}: a subset of the schedule; no hypothesis verdict is given.")
-    if not document.pilot and s.frozen_rows is not None and s.schedule_rows < s.frozen_rows:
-        banners.append(
-            f"PILOT: this store runs {s.schedule_rows} of the {s.frozen_rows} rows of the "
-            "frozen schedule; it is not the study."
-        )
-    if not a.complete or s.manifest_digest is None:
-        banners.append(
-            f"INCOMPLETE OR NOT FINALIZED: {s.cells} of {s.schedule_rows} cells committed, "
-            f"manifest {s.manifest_digest or 'none'}; these numbers are not the study's result."
-        )
+    a, s, run = document.analysis, document.store, run_of(document)
+    banners = run.banners()
     meta = [
-        provider_text(document),
+        f"{run.line()}.",
         f"Store: {s.cells}/{s.schedule_rows} cells, head {s.head}, manifest "
         f"{s.manifest_digest or 'none (not finalized)'}.",
         f"Lock {s.lock_digest}; schedule {s.schedule_digest}; study config {s.config_digest}.",
-        f"Environment (from the lock): {s.environment}.",
+        f"{s.environment}.",
     ]
     rates = {o.policy: o for o in a.outcomes}
+    shared = _denominators(a.table4)
 
-    def with_interval(count: int, r: Rate) -> str:
-        return f"{count} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
+    def with_interval(row: ArmRow, name: str) -> str:
+        r: Rate = getattr(rates[row.policy], name)
+        return f"{_count(row, name, shared)} ({r.pct:.1f}% [{r.low_pct:.1f}, {r.high_pct:.1f}])"
 
-    t4 = [_columns(a.table4)] + [
+    failures = _failures(document)
+    t4_head, t4_body = _table4(document)
+    t4 = [t4_head] + [
         [
             row.label,
-            with_interval(row.u, rates[row.policy].u),
-            with_interval(row.s, rates[row.policy].s),
-            with_interval(row.fc, rates[row.policy].fc),
-            with_interval(row.r, rates[row.policy].r),
-            f"{row.turns:.2f}",
-            f"{row.calls:.2f}",
+            *(with_interval(row, name) for name, _ in _COUNTS),
+            *cells[5:],
         ]
-        for row in a.table4
+        for row, cells in zip(a.table4, t4_body, strict=True)
     ]
     sections = [
         _html.section(
@@ -735,15 +722,15 @@ def render_html(
                 "termination on incomplete checkpoints; S: supported completion over both "
                 "checkpoints; FC: clean false continuation; R: recovery event. Each count is "
                 f"followed by its rate and {100 * a.level:g}% task-cluster interval. Turns and "
-                "Calls are per-trajectory means."
-            ),
+                f"Calls are per-trajectory means. {_FAILURE_LEGEND}"
+            )
+            + _html.paragraph(failures.sentence())
+            + (_html.paragraph(failures.banner(), cls="banner") if failures.banner() else ""),
         ),
         _html.section(
             "hypotheses",
             "Hypotheses H2-H4",
-            _html.paragraph("None: a pilot is not the study.")
-            if document.pilot
-            else "".join(_html.paragraph(line) for line in _hypothesis_lines(a)),
+            "".join(_html.paragraph(line) for line in _hypothesis_text(document)),
         ),
         _html.section(
             "outcomes",
@@ -774,8 +761,11 @@ def render_html(
         ]
         for d in a.deltas
     ]
-    unseen = [_columns(a.unseen), *(_cells(row) for row in a.unseen)]
-    trust = [_columns(a.trust_boundary), *(_cells(row) for row in a.trust_boundary)]
+    unseen = [_columns(a.unseen), *(_cells(row, a.unseen) for row in a.unseen)]
+    trust = [
+        _columns(a.trust_boundary),
+        *(_cells(row, a.trust_boundary) for row in a.trust_boundary),
+    ]
     sections += [
         _html.section(
             "faults",
@@ -837,19 +827,20 @@ def render_files(
     document: ReportDocument, cells: list[CellTranscript] | None = None
 ) -> dict[str, bytes]:
     """Every report file's bytes, the manifest last (``cells``: the transcripts for the page)."""
-    a = document.analysis
-    pilot = document.store.pilot if document.pilot else ""
     plain = msgspec.to_builtins(document)
-    if document.pilot:  # a pilot gives no verdicts, in any file
+    note = run_of(document).verdict_note()
+    if note:  # partial data or a pilot gives no verdict, in any file
         for name in ("h2", "h3", "h4"):
             plain["analysis"][name].pop("passed", None)
+            plain["analysis"][name]["verdict"] = note
     files = {
         "report.md": render_markdown(document),
-        "table4.csv": render_table4_csv(a, pilot),
-        "table4.tex": render_table4_tex(a, pilot, provider=document.store.provider),
-        "hypotheses.csv": render_hypotheses_csv(a, pilot),
+        "table4.csv": render_table4_csv(document),
+        "table4.tex": render_table4_tex(document),
+        "hypotheses.csv": render_hypotheses_csv(document),
         "analysis.json": msgspec.json.format(canonical_bytes(plain), indent=2) + b"\n",
     }
+    files = with_environment_header(files, document.store.environment)
     figures: dict[str, bytes] = {}
     if extra_installed("matplotlib"):
         figures = render_figures(document)

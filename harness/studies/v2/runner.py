@@ -7,8 +7,9 @@ provider-attempt audit group in one record. Rows are never skipped, repeated or 
 store refuses it), and a resumed run starts at the first row the verified prefix lacks.
 
 Ordered commit (``max_cells`` = N, default 1: the paper's sequential order). Up to N cells run
-at once in one trio nursery (provider calls and tool calls in worker threads; every tool call
-still in a fresh sandboxed child), and a cell starts only within 2N rows of the next row to
+at once in one trio nursery (provider calls and tool calls in worker threads, each kind under
+its own limiter sized from N, ``harness.capacity``; every tool call still in a fresh sandboxed
+child), and a cell starts only within 2N rows of the next row to
 commit. A finished cell waits in the reorder buffer until every row before it is committed, so
 the records are those of a sequential run, in the same order. With N > 1 a cell's attempts are
 *staged* (``RunStore.stage_begin/stage_end``: fsynced in ``staging.log`` before the call is
@@ -48,6 +49,7 @@ from typing import Any
 
 import trio
 
+from harness import capacity
 from harness.errors import (
     BreakerTrippedError,
     StoreHasCellsError,
@@ -205,6 +207,8 @@ async def _cells(
     # With more than one cell in flight, attempts are staged (fsynced in staging.log) and
     # journaled when their cell commits: the journal and the chain are a sequential run's.
     rows = {row.cell_id: index for index, row in enumerate(inputs.rows)}
+    # Provider and tool calls get their own thread limiters, sized for N cells.
+    capacity.install(max_cells)
     audit_sink = StoreAudit(store, breaker, rows=rows if max_cells > 1 else None)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
     ready: dict[int, CellRun] = {}

@@ -41,6 +41,7 @@ from typing import Any, Final, Protocol, TextIO
 
 import msgspec
 
+from harness.environment import describe_store
 from harness.errors import (
     StudyReportError,
     ToolChildKilledError,
@@ -67,6 +68,7 @@ from harness.providers.selection import (
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
+from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
 from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import (
@@ -77,8 +79,9 @@ from harness.store import (
     read_store,
 )
 from harness.studies._cost import announce, estimate
-from harness.studies._store_audit import raise_if_stopped
+from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.provenance import session_environment
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
@@ -117,7 +120,7 @@ __all__ = [
 ]
 
 _log = get_logger("harness.studies.v2")
-_IDENTITY_KEY: Final = "provider"
+_IDENTITY_KEY: Final = PROVIDER_KEY
 
 
 class PreflightCheck(Protocol):
@@ -216,14 +219,10 @@ def stored_identity(view: StoreView) -> ProviderIdentity | None:
     Raises:
         V2StudyError: the genesis holds an identity that is not a provider identity.
     """
-    genesis = view.genesis
-    plain = None if genesis is None else genesis.identity.get(_IDENTITY_KEY)
-    if plain is None:
-        return None
     try:
-        return msgspec.convert(plain, ProviderIdentity, strict=False)
-    except msgspec.ValidationError as e:
-        raise V2StudyError(f"the store's genesis holds no valid provider identity: {e}") from e
+        return provider_identity_of(view)
+    except StudyReportError as e:
+        raise V2StudyError(str(e)) from e
 
 
 class _Probe:
@@ -288,6 +287,7 @@ def execute(
     cells: Sequence[str] = (),
     confirm: Callable[[Sequence[str]], bool] | None = None,
     pacing: Pacing | None = None,
+    require_environment: bool = False,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
 
@@ -300,12 +300,15 @@ def execute(
     else, the cost estimate is printed and ``confirm`` (when given) is asked whether to go on;
     False stops with nothing written (``RunDeclinedError``, exit 0). ``pacing`` keeps the
     requests under the user's quota (``--max-rpm``/``--max-tpm``; recorded in ``run.log``).
+    The session's environment is recorded in the store; ``require_environment`` refuses to
+    start when it differs from the lock's reference or (resume) an earlier session's.
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
         StoreNotFoundError: ``resume`` of a directory that holds no store.
         ProviderSelectionError: resume flags contradict the store's provider identity.
         PreflightFailedError: a preflight check failed (every failed check is named).
+        EnvironmentMismatchError: ``require_environment`` and the environment differs.
         ProviderOutageError: the circuit breaker stopped the run; committed cells are kept.
         RunStoppedError: SIGINT or SIGTERM stopped the run; committed cells are kept.
         RunDeclinedError: the user declined at the cost estimate; nothing was written.
@@ -347,11 +350,14 @@ def execute(
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
         refuse_existing(store_dir, resume_command(store_dir, selection, lock_path))
+    lock_bytes = _read_lock(lock)
+    environment = session_environment(
+        lock_bytes, str(lock), resume_of=store_dir if resume else None, require=require_environment
+    )
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
         stream.write(label.describe() + "\n")
     pacing = pacing or Pacing()
-    lock_bytes = _read_lock(lock)
     backend = open_backend()
     probe = _Probe(selection, config)
     try:
@@ -375,7 +381,12 @@ def execute(
         orphans = 0
         if resume:
             resumed = RunStore.open_for_resume(
-                store_dir, lock_bytes, plain, result_type=CellResult, attempt_type=AttemptRecord
+                store_dir,
+                lock_bytes,
+                plain,
+                result_type=CellResult,
+                attempt_type=AttemptRecord,
+                environment=environment,
             )
             writer, orphans = resumed.writer, len(resumed.orphaned_attempts)
             bound = writer.identity.get(_IDENTITY_KEY)
@@ -390,8 +401,10 @@ def execute(
                 result_type=CellResult,
                 attempt_type=AttemptRecord,
                 identity=bound_identity,
+                environment=environment,
             )
         try:
+            refuse_key(writer, provider)
             if resume:
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
@@ -589,24 +602,15 @@ def summary_rows(results: Sequence[CellResult]) -> list[dict[str, Any]]:
 
 
 def provider_line(view: StoreView, results: Sequence[CellResult] = ()) -> str:
-    """``provider: ...`` naming the store's provider and model (from its genesis; a store made
-    before genesis bound them is described by its results)."""
-    stored = stored_identity(view)
-    if stored is not None and stored.planner is not None:
-        return f"provider: {stored.describe()}"
-    simulated = (
-        stored.provider is ProviderName.SIMULATED
-        if stored is not None
-        else any(r.simulated for r in results)
+    """``provider: ...`` naming who ran the store (``harness.run_identity``; a store made
+    before genesis bound its provider is named by its results)."""
+    providers = sorted({r.provider for r in results})
+    run = read_identity(
+        view,
+        fallback_provider=providers[0] if len(providers) == 1 else None,
+        fallback_simulated=any(r.simulated for r in results),
     )
-    if simulated:
-        return (
-            "provider: SIMULATED (deterministic stand-in, not a language model), model none: "
-            "these are results of a simulation"
-        )
-    if stored is not None:
-        return f"provider: {stored.describe()}"
-    return f"provider: {results[0].provider if results else 'unknown'}, model unknown"
+    return f"provider: {run.who()}"
 
 
 def status_lines(
@@ -625,6 +629,7 @@ def status_lines(
     lines = [
         f"store: {store_dir}" + ("" if label is None else f" - {label.describe()}"),
         provider_line(view, results),
+        describe_store(view),
         f"verification: {report.status} ({report.code}): {report.reason}",
         f"cells: {report.cells}/{report.schedule_rows} committed"
         + (

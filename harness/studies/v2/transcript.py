@@ -7,7 +7,9 @@ gives nothing) and turns each committed cell into a ``CellTranscript``:
 - the schedule row and the ``CellResult``'s outcome flags, tokens, latency and cost;
 - the checkpoint the trajectory started from (its calls and receipts, the scopes missing);
 - per decision, in order: the planner's action (from the recorded planner reply, a
-  content-addressed blob whose attempt the cell's audit group names), the tool call with the
+  content-addressed blob whose attempt the cell's audit group names, read in the wire format
+  of the provider that answered: simulated, Gemini, OpenAI-compatible or a planner plug-in),
+  the tool call with the
   receipts the trusted adapter records for it (id, scope, value, status), the proposal's answer
   and certificate (claims, evidence, transform), the pipeline's verdict with its reason codes
   and any critic's text (from the critic's recorded reply), and the gold judge's verdict.
@@ -170,18 +172,29 @@ def cell_outcome(result: CellResult) -> str:
 # --- reading what the store holds ---------------------------------------------------------------
 
 
+def _reply_text(provider: ProviderName, body: Any) -> Any:
+    """The model's output inside a stored reply body, as each provider's wire format holds it:
+    the simulated provider's ``output``; a plug-in's reply is the output itself; Gemini's
+    non-thought text parts and an OpenAI-compatible endpoint's first choice hold it as JSON."""
+    if provider is ProviderName.SIMULATED:
+        return body.get("output") if isinstance(body, dict) else None
+    if provider is ProviderName.PLUGIN:
+        return body
+    if provider is ProviderName.OPENAI:
+        text = body["choices"][0]["message"]["content"]
+    else:
+        parts = body["candidates"][0]["content"]["parts"]
+        text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+    return msgspec.json.decode(str(text).encode("utf-8"))
+
+
 def _output(root: Path, record: AttemptRecord) -> dict[str, Any] | None:
     """The parsed output of a succeeded attempt's stored reply, or None when there is none."""
     if record.status is not AttemptStatus.SUCCEEDED or record.response_blob is None:
         return None
     try:
         body = msgspec.json.decode(read_blob(root, record.response_blob))
-        if record.provider is ProviderName.SIMULATED:
-            output = body.get("output") if isinstance(body, dict) else None
-        else:
-            parts = body["candidates"][0]["content"]["parts"]
-            text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
-            output = msgspec.json.decode(text.encode("utf-8"))
+        output = _reply_text(record.provider, body)
     except (StoreError, msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError):
         return None
     return output if isinstance(output, dict) else None
