@@ -347,14 +347,19 @@ def examples_cmd() -> None:
 
 
 _PLUGIN_SCHEMAS: Final = ("planner-action", "planner-request")
+_GATE_SCHEMAS: Final = ("gate-contract",)
 
 
 @main.command("schema")
-@click.argument("kind", type=click.Choice(sorted([*_SCHEMAS, *_PLUGIN_SCHEMAS])))
+@click.argument("kind", type=click.Choice(sorted([*_SCHEMAS, *_PLUGIN_SCHEMAS, *_GATE_SCHEMAS])))
 def schema_cmd(kind: str) -> None:
-    """Print the JSON Schema of a verifier input, so other agent loops can produce them, or of
-    a planner plug-in's request and action (``--planner``)."""
-    if kind in _PLUGIN_SCHEMAS:
+    """Print the JSON Schema of a verifier input, so other agent loops can produce them, of
+    a planner plug-in's request and action (``--planner``), or of a gate contract file."""
+    if kind in _GATE_SCHEMAS:
+        from harness.gate.spec import GateContract
+
+        schema = msgspec.json.schema(GateContract)
+    elif kind in _PLUGIN_SCHEMAS:
         from harness.providers.plugin import plugin_schema
 
         schema = plugin_schema("planner-request" if kind == "planner-request" else "planner-action")

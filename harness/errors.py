@@ -76,6 +76,7 @@ __all__ = [
     "FastPathInvariantError",
     "RunRecordsError",
     "StaticStudyError",
+    "GateError",
 ]
 
 
@@ -423,3 +424,11 @@ class RunStoppedError(V2StudyError):
     """A signal stopped the run after its last committed cell; ``v2 resume`` continues it."""
 
     exit_code = 130
+
+
+# Gate family (harness/gate, harness/integrations): ECT as a stop condition in an agent loop.
+
+
+class GateError(HarnessError):
+    """A gate cannot be set up as asked: its trusted inputs (descriptor, contract, extractors,
+    contract file) are wrong. The model's mistakes are refusals, never this."""

@@ -9,7 +9,7 @@ Beyond the paper's lines it checks three things the paper's guarantee needs: no 
 of one call, response and value path disagree (the paper's "conflicting records", which an id
 check alone misses), each cited receipt's tool and value path are ones the contract allows for
 the slot (the receipt check includes the value path), and, when the agent's reported answer is
-given, that answer is the certified one slot for slot (DESIGN section 12), so ``complete``
+given, that answer is the certified one slot for slot (docs/design.md section 4), so ``complete``
 covers what the run reports; without it the decision says ``answer_checked=False``. Numbers
 compare by exact value whatever their JSON type (``docs/canonical.md``). Every claim goes
 through one path; there is no fast path that repeats a check.
@@ -253,7 +253,7 @@ def _check_answer(
     answer: Mapping[str, Any],
     report: _Report,
 ) -> None:
-    """The reported answer for ``claim.slot`` is the certified one (DESIGN section 12).
+    """The reported answer for ``claim.slot`` is the certified one (docs/design.md section 4).
 
     It must equal the claimed value and, when replay produced one, the replayed value, each
     under the slot's comparison (a slot the contract lacks compares exactly).

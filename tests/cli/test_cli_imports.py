@@ -16,6 +16,8 @@ from harness.cli import _LAZY, main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "examples" / "regional-sum"
 HEAVY = ("numpy", "matplotlib", "google.genai", "trio")
+# The gate adapters' frameworks: extras, loaded only by code that imports an adapter.
+FRAMEWORKS = ("inspect_ai", "agents", "harness.integrations")
 
 # Run the CLI in a fresh interpreter and print, at exit, every module it imported.
 _PROBE = (
@@ -57,8 +59,53 @@ def _imported(*args: str) -> tuple[int, set[str]]:
 def test_core_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
     code, modules = _imported(*args)
     assert code == 0
-    loaded = sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
+    loaded = sorted(
+        m for m in modules for h in (*HEAVY, *FRAMEWORKS) if m == h or m.startswith(h + ".")
+    )
     assert loaded == []
+
+
+def _modules_after(statement: str) -> set[str]:
+    probe = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("statement", ["import harness.gate", "import harness.integrations"])
+def test_the_gate_imports_no_framework(statement: str) -> None:
+    modules = _modules_after(statement)
+    loaded = sorted(m for m in modules for h in FRAMEWORKS[:2] if m == h or m.startswith(h + "."))
+    assert loaded == []
+
+
+# A finder that hides one top-level package, as if its extra were not installed.
+_HIDE = (
+    "import sys\n"
+    "class Hide:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] == {hidden!r}:\n"
+    "            raise ModuleNotFoundError(name)\n"
+    "sys.meta_path.insert(0, Hide())\n"
+    "try:\n"
+    "    import {module}\n"
+    "except Exception as e:\n"
+    "    print(type(e).__name__, e)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "hidden", "extra"),
+    [
+        ("harness.integrations.inspect", "inspect_ai", "inspect"),
+        ("harness.integrations.openai_agents", "agents", "agents"),
+    ],
+)
+def test_an_adapter_without_its_extra_names_the_extra(module: str, hidden: str, extra: str) -> None:
+    probe = _HIDE.format(hidden=hidden, module=module)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == (
+        f"MissingExtraError {module} needs the [{extra}] extra: pip install 'ect-harness[{extra}]'"
+    )
 
 
 def test_a_study_command_still_loads_its_modules() -> None:

@@ -86,6 +86,7 @@ def test_v2_cli_status_summarizes_the_store(full_run: tuple[Path, Any]) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[1].startswith("provider: simulated (SIMULATED, not a language model); model ")
+    assert lines[2].startswith("Environment: ")
     assert lines[4].startswith(f"cells: {FULL}/{FULL} committed; finalized, manifest blake3:")
     assert [line.split()[0] for line in lines[-4:]] == ["critic", "controller", "full_trace", "ect"]
     ect = lines[-1].split()

@@ -30,6 +30,7 @@ def test_brief_report_prints_table4_hypotheses_and_the_page(tmp_path: Path) -> N
     assert lines[0] == "## Table 4"
     assert "## Hypotheses" in lines
     assert "H2, H3, H4: not evaluated: PILOT: 8 of 576 cells (--limit 8); not the study." in lines
+    assert not any("PASS" in line for line in lines)  # a pilot carries no verdict
     assert lines[-1] == f"open {store / 'report' / 'report.html'}"
     assert not any(line.startswith("## Unseen-fault strata") for line in lines)
     whole = (store / "report" / "report.md").read_text()

@@ -70,9 +70,9 @@ class Browser:
             )
         try:
             url = self._devtools_url()
-            self._ws: ClientConnection = self._stack.enter_context(
-                connect(url, max_size=None, open_timeout=timeout_s)
-            )
+            # Typed through the connection itself: websockets 16 types __enter__ as its base.
+            self._ws: ClientConnection = connect(url, max_size=None, open_timeout=timeout_s)
+            self._stack.enter_context(self._ws)
             target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
             attached = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})
             self._session = attached["sessionId"]

@@ -1,6 +1,6 @@
 """The package layering of the design, enforced over every import in harness/ and preflight/.
 
-The rules (DESIGN section 2):
+The rules (docs/design.md section 2, docs/architecture.md):
 
 1. ``harness.ect`` imports nothing of the project but itself and ``harness.canonical``.
 2. Nothing depends on a study except the command line: outside ``harness.studies`` only the
@@ -15,6 +15,8 @@ The rules (DESIGN section 2):
    the worlds, and the benchmark that applies them sits above both.
 7. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
    import is invisible to rules 1-6.
+8. The framework adapters (``harness.integrations``, extras) are imported only by themselves and
+   the examples: ``harness.gate`` and everything else stay importable without a framework.
 
 The command-line layer is ``harness.cli``, ``harness.__main__`` and every private command module
 (a module whose name ends in ``_cli``, e.g. ``harness.store._cli`` or ``preflight._cli``).
@@ -106,6 +108,10 @@ def _rule(importer: str, target: str) -> str | None:
         return "policies never import worlds, faults or studies"
     if _within(importer, "harness.worlds") and _within(target, "harness.faults"):
         return "worlds never import faults (the benchmark above both applies them)"
+    if _within(target, "harness.integrations") and not any(
+        _within(importer, p) for p in ("harness.integrations", "harness.examples")
+    ):
+        return "only the examples import a framework adapter (an extra)"
     return None
 
 
@@ -183,6 +189,8 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
         ("harness.policies.heuristic", "import harness.faults\n", "policies never"),
         ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "faults"),
         ("harness.worlds.snapshots", "from harness.faults import apply_fault\n", "worlds never"),
+        ("harness.gate.session", "from harness.integrations import inspect\n", "adapter"),
+        ("harness.cli", "import harness.integrations.openai_agents\n", "adapter"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -> None:
