@@ -16,6 +16,8 @@
   ``provider.response.v1``; blob bytes are also checked against their own address), the size
   recorded, and that the cell record binding the attempt binds its blobs;
 - each cell record's audit group against the ended attempts the record binds;
+- that every attempt is journaled exactly once: no attempt of an already committed cell bound
+  again as orphaned, no orphaned attempt a byte-for-byte copy of another of its session;
 - the preflight reports kept as blobs (``harness.preflight_report``) and the preflight request
   (role ``preflight``: a real provider's model metadata), bound into the record after it;
 - the provider and model the store's genesis names, and failures by kind with the provider's
@@ -56,6 +58,7 @@ from harness.store import (
     BeginEntry,
     CellRecord,
     EndEntry,
+    SessionEntry,
     StoreView,
     read_blob,
     read_store,
@@ -260,6 +263,55 @@ def _bind(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -
         _check_group(record, attempts, problems)
 
 
+def _check_once(view: StoreView, attempts: dict[int, _Attempt], problems: list[str]) -> None:
+    """Every provider attempt is journaled exactly once.
+
+    A resume binds as orphaned only what a dead session left of cells it did not commit, so:
+
+    - an attempt bound as orphaned belongs to a cell no earlier record committed (a committed
+      cell's attempts are bound with it: the same attempt bound again was counted twice);
+    - an attempt bound as orphaned is not a copy of another attempt of the same session (the
+      journal between two session entries, where a dead session's staged attempts are moved):
+      the same request, begun and ended byte for byte alike, latency and reply included. The
+      simulated provider is left out of this one: its replies and latency (0) are the same for
+      the same request, which a cell may send twice.
+    """
+    session = 0
+    seen: dict[tuple[int, bytes], int] = {}
+    for entry in view.journal:
+        if isinstance(entry, SessionEntry):
+            session += 1
+            continue
+        if not isinstance(entry, BeginEntry):
+            continue
+        attempt = attempts.get(entry.seq)
+        if attempt is None or attempt.end is None or attempt.record is None:
+            continue
+        if attempt.record.simulated:
+            continue
+        body = canonical_bytes(entry.attempt) + b"\n" + canonical_bytes(attempt.end.outcome)
+        first = seen.setdefault((session, body), entry.seq)
+        if first != entry.seq and attempt.state == "orphaned":
+            problems.append(
+                f"attempt {entry.seq} ({attempt.record.cell_id} {attempt.record.role.value}) "
+                f"is journaled twice: it is attempt {first} of the same session, bound again "
+                "as orphaned"
+            )
+    committed: set[object] = set()
+    for record in view.cells:
+        for ref in record.attempts:
+            found = attempts.get(ref.begin_seq)
+            cell = None if found is None else found.intent.get("cell_id")
+            if ref.orphaned and cell is not None and cell in committed:
+                problems.append(
+                    f"record {record.seq} binds attempt {ref.begin_seq} as orphaned, but its "
+                    f"cell {cell} was committed before: the attempt is counted twice"
+                )
+        cell_id = record.row.get("cell_id")
+        if cell_id is not None:
+            committed.add(cell_id)
+
+
 def _check_group(record: CellRecord, attempts: dict[int, _Attempt], problems: list[str]) -> None:
     """A record's audit group must be exactly the ended attempts its own session made."""
     mine = [
@@ -396,6 +448,7 @@ def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -
         problems.append(f"the store does not verify ({report.code}): {report.reason}")
     attempts = _journal(view, problems)
     _bind(view, attempts, problems)
+    _check_once(view, attempts, problems)
     bound_by_record = {record.seq: set(record.blobs) for record in view.cells}
     total = Tally()
     by_role: dict[str, Tally] = {}
@@ -436,6 +489,7 @@ def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -
             )
         if record.usage.output_tokens is not None and record.usage.output_tokens < 0:
             problems.append(f"attempt {attempt.begin_seq}: negative token count")
+    problems.extend(_check_prices(view, attempts))
     outage = _outage_cells(view)
     if report.finalized and outage:
         problems.append(
@@ -505,6 +559,33 @@ def _outage_cells(view: StoreView) -> list[str]:
         ):
             found.append(str(record.row.get("cell_id", f"row {record.row_index}")))
     return found
+
+
+def _check_prices(view: StoreView, attempts: dict[int, _Attempt]) -> list[str]:
+    """Every priced attempt of a store whose genesis records the user's prices used them."""
+    genesis = view.genesis
+    plain = None if genesis is None else genesis.identity.get("provider")
+    given = plain.get("price") if isinstance(plain, dict) else None
+    if given is None:
+        return []
+    try:
+        price = msgspec.convert(given, PriceTable)
+    except msgspec.ValidationError as e:
+        return [f"the genesis price table is not one: {e}"]
+    wrong = [
+        a.begin_seq
+        for a in attempts.values()
+        if a.record is not None
+        and not a.record.simulated
+        and a.record.provider.value != "plugin"
+        and a.record.price != price
+    ]
+    if not wrong:
+        return []
+    return [
+        f"{len(wrong)} attempt(s) were priced with another table than the genesis records "
+        f"(first: attempt {wrong[0]})"
+    ]
 
 
 def _provider_of(view: StoreView, providers: set[str]) -> str:
@@ -604,8 +685,16 @@ def render_audit(report: AuditReport) -> str:
             f"{cost.attempts} attempts, {cost.cost_usd:.6f} {p.currency}"
         )
     unknown = report.total.cost_unknown
-    if unknown:
-        out.append(f"cost unknown for {unknown} attempt(s) (no token counts); counted as 0")
+    unpriced = sum(c.attempts for c in report.prices if not c.price.priced)
+    if unpriced:
+        out.append(
+            f"cost unknown: no price table for this endpoint ({unpriced} attempt(s); run with "
+            "--price-input USD --price-output USD to record one); the cost column counts them as 0"
+        )
+    if unknown - unpriced > 0:
+        out.append(
+            f"cost unknown for {unknown - unpriced} attempt(s) (no token counts); counted as 0"
+        )
     out.append(
         f"hashes: {report.hashes_checked} request/response hashes checked against "
         f"{report.blobs_checked} blobs"

@@ -70,6 +70,12 @@ def _export() -> click.Command:
     return export_cmd
 
 
+def _fake_endpoint() -> click.Command:
+    from harness.providers._fake_cli import fake_endpoint_cmd
+
+    return fake_endpoint_cmd
+
+
 def _lock() -> click.Command:
     from harness._evidence_cli import lock_cmd
 
@@ -123,6 +129,7 @@ def _worlds() -> click.Command:
 _LAZY: Final[dict[str, tuple[Callable[[], click.Command], str]]] = {
     "audit": (_audit, "Audit a run store's chain and every provider attempt."),
     "export": (_export, "Write a shareable bundle of a run store."),
+    "fake-endpoint": (_fake_endpoint, "Serve a loopback Gemini or OpenAI endpoint to rehearse."),
     "lock": (_lock, "Write or check the study lock."),
     "preflight": (_preflight, "Run the path-bound preflight checks."),
     "replay": (_replay, "Recompute a store's decisions and reports offline."),
@@ -172,7 +179,8 @@ class _Main(click.Group):
             # line, the conventional exit code, no traceback.
             _interrupted(ctx)
         except HarnessError as e:
-            click.echo(f"error: {e}", err=True)
+            # A "no" at the cost question is an answer, not a failure: said plainly, exit 0.
+            click.echo(f"error: {e}" if e.exit_code else str(e), err=True)
             ctx.exit(e.exit_code)
         except BaseExceptionGroup as group:
             # trio wraps a task's failure in a group; an expected failure inside it is still

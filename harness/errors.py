@@ -340,6 +340,12 @@ class PreflightFailedError(HarnessError):
     exit_code = 3
 
 
+class RunDeclinedError(HarnessError):
+    """The user answered no to the cost question: nothing was written, nothing went wrong."""
+
+    exit_code = 0
+
+
 class StudyReportError(HarnessError):
     """A study report cannot be computed from the store (not that study's store, bad result)."""
 

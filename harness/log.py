@@ -14,14 +14,34 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import structlog
 
-__all__ = ["configure", "get_logger", "level_for", "verbosity"]
+__all__ = ["before_log_line", "configure", "get_logger", "level_for", "verbosity"]
 
 _configured = False
 _verbosity = 0
+_before_line: list[Callable[[], None]] = []
+
+
+def before_log_line(hook: Callable[[], None] | None) -> None:
+    """Call ``hook`` before each log line is written (None: no hook).
+
+    A live progress line sets one to end itself first, so a warning never glues onto it.
+    """
+    _before_line.clear()
+    if hook is not None:
+        _before_line.append(hook)
+
+
+def _end_live_line(
+    _logger: object, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    for hook in _before_line:
+        hook()
+    return event
 
 
 def level_for(verbose: int) -> int:
@@ -59,6 +79,7 @@ def configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.format_exc_info,
+            _end_live_line,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

@@ -1,15 +1,14 @@
 """Benchmark: the V2 study through the real Gemini client against the loopback endpoint, at N cells.
 
-For each latency (default 200 ms and 0 ms) the loopback endpoint (``scripts/fake_gemini.py``, a
-separate process) answers with the simulated behaviour after that delay, and ``harness v2 run
---provider gemini --max-cells N`` runs the schedule into a fresh store for each N (default 1, 4,
-8, 16). Per run: wall time of the cells (the run's own summary line; preflight excluded) and of
-the whole command, cells/s, peak RSS of the command (``wait4``), ``harness store verify`` on the
-store, and the outcome rows (every cell result with its measured latency set to 0) compared with
-the N = 1 run at the same latency. The simulated provider offline (no HTTP) is run too, at N = 1
-and 8, and its rows are compared with the loopback rows (they differ by design: the simulated
-provider draws with the cell id, the endpoint cannot see it; the count of differing cells is
-printed).
+For each latency (default 200 ms and 0 ms) the loopback endpoint (``harness fake-endpoint gemini``,
+a separate process) answers with the simulated behaviour after that delay, and ``harness v2 run
+--provider gemini --max-cells N`` runs the schedule into a fresh store for each N (default 1, 4, 8,
+16). Per run: wall time of the cells (the run's own summary line; preflight excluded) and of the
+whole command, cells/s, peak RSS of the command (``wait4``), ``harness store verify`` on the store,
+and the outcome rows (every cell result with its measured latency set to 0) compared with the N = 1
+run at the same latency. The simulated provider offline (no HTTP) is run too, at N = 1 and 8, and
+its rows are compared with the loopback rows (they differ by design: the simulated provider draws
+with the cell id, the endpoint cannot see it; the count of differing cells is printed).
 
 ``--limit K`` runs the first K rows instead of all 576 (a pilot store); ``--limit-n1 K`` does so
 only for N = 1 and extrapolates its wall time to the full schedule (cells/s times 576), marked
@@ -147,11 +146,11 @@ def _run(label: str, store: Path, lock: Path, extra: list[str]) -> Run:
 
 
 class Endpoint:
-    """``scripts/fake_gemini.py`` in its own process."""
+    """``harness fake-endpoint gemini`` in its own process."""
 
     def __init__(self, latency_ms: float) -> None:
         self._child = subprocess.Popen(
-            [sys.executable, str(ROOT / "scripts" / "fake_gemini.py"), "--port", "0",
+            [sys.executable, "-m", "harness", "fake-endpoint", "gemini", "--port", "0",
              "--latency-ms", str(latency_ms)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )  # fmt: skip

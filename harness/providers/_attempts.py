@@ -200,6 +200,9 @@ class NetworkProvider(ABC, Generic[R]):
     _credential: Credential | None
     _base_url: str
     _clients: dict[Any, tuple[Any, httpx2.Client]]
+    given_price: PriceTable | None = None
+    """The user's price table for this run (``--price-input``/``--price-output``), which
+    replaces the provider's own in every attempt record; None: the provider's own."""
 
     @property
     @abstractmethod
@@ -229,7 +232,13 @@ class NetworkProvider(ABC, Generic[R]):
 
     @abstractmethod
     def _price(self, config: GenerationConfig) -> PriceTable:
-        """The price table the attempts' costs are estimated with."""
+        """The provider's own price table for ``config`` (``PriceTable.unpriced`` when the
+        endpoint's prices are not known)."""
+
+    def _attempt_price(self, config: GenerationConfig) -> PriceTable:
+        """The price table the attempts' costs are estimated with: the user's, else the
+        provider's own."""
+        return self.given_price if self.given_price is not None else self._price(config)
 
     @abstractmethod
     def _prepare(self, request: ProviderRequest) -> Callable[[], R]:
@@ -331,7 +340,7 @@ class NetworkProvider(ABC, Generic[R]):
         )
         # A metadata request is not billed and counts no tokens.
         usage = Usage(prompt_tokens=0, output_tokens=0, thought_tokens=0)
-        price = self._price(config)
+        price = self._attempt_price(config)
         record = intent.ended(
             base_url=self._base_url,
             request_body_hash=None,
@@ -528,7 +537,7 @@ class NetworkProvider(ABC, Generic[R]):
             audit, body, Domain.PROVIDER_RESPONSE
         )
         usage = self._usage(response)
-        price = self._price(config)
+        price = self._attempt_price(config)
         # The endpoint writes these too (a gateway can echo anything): stored only redacted.
         served = (None, None) if response is None else self._served(response)
         finish = None if judgement is None else judgement.finish_reason

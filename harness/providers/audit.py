@@ -226,8 +226,9 @@ def schema_detail(findings: Sequence[str]) -> str:
 
 
 def estimate_cost(price: PriceTable, usage: Usage) -> float | None:
-    """Cost in ``price.currency`` (thought tokens billed as output); None if tokens are unknown."""
-    if usage.prompt_tokens is None and usage.output_tokens is None:
+    """Cost in ``price.currency`` (thought tokens billed as output); None if tokens or the
+    prices are unknown."""
+    if not price.priced or (usage.prompt_tokens is None and usage.output_tokens is None):
         return None
     billed_in = usage.prompt_tokens or 0
     billed_out = (usage.output_tokens or 0) + (usage.thought_tokens or 0)

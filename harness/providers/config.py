@@ -21,6 +21,8 @@ from harness.errors import GenerationConfigError
 
 __all__ = [
     "FULL_TRACE_CRITIC_SEED",
+    "GIVEN_PRICE",
+    "UNPRICED",
     "CriticBehaviour",
     "GeminiSettings",
     "GenerationConfig",
@@ -44,6 +46,14 @@ class _Frozen(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """Base for config structs: immutable, keyword-only, unknown fields refused."""
 
 
+UNPRICED: Final = "no price table for this endpoint: cost unknown"
+"""The ``source`` of a price table that has no prices: an endpoint other than the frozen one
+with no ``--price-input``/``--price-output`` given. Its attempts' cost is None, never 0."""
+
+GIVEN_PRICE: Final = "given with --price-input and --price-output (USD per million tokens)"
+"""The ``source`` of a price table the user gave for the run."""
+
+
 class PriceTable(_Frozen, frozen=True, kw_only=True):
     """Per-token prices a cost estimate is computed from; copied into every attempt record.
 
@@ -59,6 +69,33 @@ class PriceTable(_Frozen, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.input_per_million < 0 or self.output_per_million < 0:
             raise ValueError("prices must be >= 0")
+
+    @property
+    def priced(self) -> bool:
+        """False for the table of an endpoint with no known prices (``UNPRICED``)."""
+        return self.source != UNPRICED
+
+    @classmethod
+    def unpriced(cls, model: str) -> PriceTable:
+        """The table of ``model`` at an endpoint with no known prices."""
+        return cls(
+            model=model,
+            currency="USD",
+            input_per_million=0.0,
+            output_per_million=0.0,
+            source=UNPRICED,
+        )
+
+    @classmethod
+    def given(cls, model: str, input_per_million: float, output_per_million: float) -> PriceTable:
+        """The table the user gave for ``model`` (USD per million tokens)."""
+        return cls(
+            model=model,
+            currency="USD",
+            input_per_million=input_per_million,
+            output_per_million=output_per_million,
+            source=GIVEN_PRICE,
+        )
 
 
 class RoleLimits(_Frozen, frozen=True, kw_only=True):

@@ -200,13 +200,23 @@ def _checked(key: str, source: CredentialSource) -> str:
 def _read_file(source: CredentialSource) -> str:
     path = Path(source.name)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            data = handle.read()
     except FileNotFoundError as e:
         raise CredentialError(f"{source.describe()} does not exist") from e
     except IsADirectoryError as e:
         raise CredentialError(f"{source.describe()} is a directory") from e
     except OSError as e:
         raise CredentialError(f"cannot read {source.describe()}: {e.strerror}") from e
+    if mode & 0o077:
+        # Readable (or writable) by others than its owner: the key may already be shared.
+        _log.warning(
+            "provider.credential.file_open_to_others",
+            name=path.name,
+            mode=oct(mode & 0o777),
+            fix=f"chmod 600 {path.name}",
+        )
     try:
         return data.decode("ascii")
     except UnicodeDecodeError:

@@ -202,7 +202,11 @@ class GeminiProvider(NetworkProvider[types.GenerateContentResponse]):
         return config.gemini.model
 
     def _price(self, config: GenerationConfig) -> PriceTable:
-        return config.gemini.price
+        # The frozen table is Google's price at Google's endpoint; a gateway or a local server
+        # charges what it charges, which the harness does not know.
+        if self._base_url == PUBLIC_BASE_URL:
+            return config.gemini.price
+        return PriceTable.unpriced(config.gemini.model)
 
     def _probe_call(self, config: GenerationConfig) -> tuple[dict[str, Any], Callable[[], object]]:
         """``GET {base}/{api_version}/models/{model}``."""

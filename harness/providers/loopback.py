@@ -1,26 +1,34 @@
-"""A Gemini-shaped REST endpoint on 127.0.0.1: the real google-genai client with no network.
+"""Loopback endpoints on 127.0.0.1 of both wire shapes: the real clients, with no network.
 
-Two uses share this one server. The tests script it (``FakeGemini.script``): it plays failures
-exactly where a test wants them. ``scripts/fake_gemini.py`` (and the concurrency tests and
-benchmark) give it a *responder* instead (``loopback_sim.SimulatedResponder``): every
-``generateContent`` request past the script is answered with the simulated provider's
-behaviour, computed from the request bytes alone.
+One server speaks either shape: ``gemini`` (the google-genai REST format: ``POST
+/v1beta/models/<model>:generateContent``, ``GET /v1beta/models/<model>`` for the model's
+metadata, the preflight request) or ``openai`` (an OpenAI-compatible endpoint: ``POST
+{base}/chat/completions``, ``GET {base}/models/<model>``). ``FakeGemini`` and ``FakeOpenAI``
+are the two; ``harness fake-endpoint gemini|openai`` serves one from the command line, so a user
+can rehearse a paid run, a dead key and a quota error with no code (``serve_forever``).
+
+Two uses share it. The tests script it (``script``): it plays failures exactly where a test
+wants them. Rehearsals, the concurrency tests and the benchmark give it a *responder* instead
+(``loopback_sim.SimulatedResponder``): every request past the script is answered with the
+simulated provider's behaviour, computed from the request bytes alone.
 
 The server listens on a loopback port (0: a free one), records every request it receives
-(method, path, headers, body bytes; ``record=False`` keeps none, for long runs) and answers each
-one with the next scripted ``Answer``: a well-formed
-``generateContent`` reply, an HTTP error (JSON or HTML), a malformed or truncated body, a
-blocked or empty reply, a disconnect before any response byte, a connection reset after the
-request was read, a partial body, a reply slower than the client's timeout, or a streamed body
-(``huge``, ``endless``, ``gzip_bomb``, ``drip``: what a hostile endpoint can send).
+(method, path, headers, body bytes; ``record=False`` keeps none, for long runs), counts them and
+the replies it delivered with the tokens they reported (``served``), and answers each one with
+the next scripted ``Answer``: a well-formed reply, an HTTP error (JSON or HTML), a malformed or
+truncated body, a blocked or empty reply, a disconnect before any response byte, a connection
+reset after the request was read, a partial body, a reply slower than the client's timeout, or a
+streamed body (``huge``, ``endless``, ``gzip_bomb``, ``drip``: what a hostile endpoint can send).
+Besides the script: ``deny_key`` answers every request as a revoked key would (Gemini 403
+``PERMISSION_DENIED``, OpenAI 401); ``status_every=(N, CODE)`` answers every N-th model request
+with HTTP CODE (429: a quota error) in the shape's own error format; ``hold`` keeps every
+reply back until ``release`` (a reply held when the server stops is never sent).
 
-Scripted, it is not a model: it never interprets a prompt. It answers ``POST
-/v1beta/models/<model>:generateContent`` from the script (then the responder's answer, else
-``always``'s answer, by default an off-schema 200), and ``GET /v1beta/models/<model>`` (the
-model's metadata: the preflight request) from its own script (then ``metadata_always``'s
-answer, by default the model's metadata).
-Every reply closes the connection (``Connection: close``) so no request ever rides on a reused
-socket and each attempt is one connection.
+Scripted, it is not a model: it never interprets a prompt. Model requests are answered from the
+script (then the responder's answer, else ``always``'s answer, by default an off-schema 200),
+metadata requests from their own script (then ``metadata_always``'s answer, by default the
+model's metadata). Every reply closes the connection (``Connection: close``) so no request
+ever rides on a reused socket and each attempt is one connection.
 """
 
 from __future__ import annotations
@@ -41,12 +49,20 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 __all__ = [
+    "DEFAULT_USAGE",
     "Answer",
+    "FakeEndpoint",
     "FakeGemini",
-    "Responder",
+    "FakeOpenAI",
     "RecordedRequest",
+    "Responder",
+    "Served",
+    "Shape",
     "blocked",
     "body",
+    "chat_error",
+    "chat_output",
+    "chat_text",
     "disconnect_before_response",
     "drip",
     "echo_credential",
@@ -55,17 +71,38 @@ __all__ = [
     "gzip_bomb",
     "huge",
     "model_metadata",
+    "model_object",
     "no_candidates",
     "output",
     "partial_body",
     "reset_after_request",
     "slow",
+    "status_error",
     "stream",
     "text",
 ]
 
+Shape = Literal["gemini", "openai"]
 DEFAULT_USAGE: Final = {"prompt": 120, "output": 30, "thoughts": 50}
+_CHAT_USAGE: Final = {"prompt": 120, "output": 30}
 _MODEL_VERSION: Final = "gemini-2.5-flash-fake"
+_GRPC: Final = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_CHAT_KIND: Final = {
+    400: "invalid_request_error",
+    401: "invalid_api_key",
+    403: "permission_denied",
+    404: "not_found_error",
+    429: "rate_limit_exceeded",
+}
 
 AnswerKind = Literal["reply", "disconnect", "reset", "partial", "slow", "echo_credential", "stream"]
 
@@ -99,6 +136,9 @@ class RecordedRequest:
     def json(self) -> Any:
         """The body decoded as JSON."""
         return json.loads(self.body)
+
+
+# --- Gemini replies ---------------------------------------------------------------------------
 
 
 def _candidate_reply(
@@ -213,6 +253,93 @@ def echo_credential(status: int = 400) -> Answer:
     return Answer("echo_credential", status=status)
 
 
+# --- OpenAI-compatible replies -----------------------------------------------------------------
+
+
+def chat_text(
+    content: str | None, *, finish_reason: str | None = "stop", usage: dict[str, int] | None = None
+) -> Answer:
+    """A 200 chat completion whose one choice carries ``content``."""
+    tokens = usage or _CHAT_USAGE
+    doc = {
+        "id": "chatcmpl-fake-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model-1",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": tokens["prompt"],
+            "completion_tokens": tokens["output"],
+            "total_tokens": tokens["prompt"] + tokens["output"],
+        },
+    }
+    return Answer("reply", payload=json.dumps(doc).encode())
+
+
+def chat_output(value: Any, *, usage: dict[str, int] | None = None) -> Answer:
+    """A 200 chat completion whose content is ``value`` as JSON, finished with ``stop``."""
+    return chat_text(json.dumps(value), usage=usage)
+
+
+def chat_error(status: int, message: str, kind: str = "invalid_request_error") -> Answer:
+    """An error reply the way the OpenAI API words one."""
+    doc = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return body(status, json.dumps(doc).encode())
+
+
+def model_object(model: str) -> Answer:
+    """A 200 reply to ``GET models/<model>`` on an OpenAI-compatible endpoint."""
+    doc = {"id": model, "object": "model", "created": 0, "owned_by": "fake"}
+    return body(200, json.dumps(doc).encode())
+
+
+def status_error(shape: Shape, status: int, message: str | None = None) -> Answer:
+    """An HTTP ``status`` error in ``shape``'s own error format."""
+    text_ = message or f"HTTP {status} from the loopback endpoint"
+    if shape == "gemini":
+        return error(status, _GRPC.get(status, "UNKNOWN"), text_)
+    return chat_error(status, text_, _CHAT_KIND.get(status, "api_error"))
+
+
+def _denied(shape: Shape) -> Answer:
+    if shape == "gemini":
+        return error(403, "PERMISSION_DENIED", "Permission denied: the API key was revoked.")
+    return chat_error(401, "Incorrect API key provided.", "invalid_api_key")
+
+
+def _usage_of(shape: Shape, payload: bytes) -> tuple[int, int, int] | None:
+    """(prompt, output, thought) tokens a delivered 200 reply reports, or None."""
+    try:
+        doc = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    if shape == "gemini":
+        usage = doc.get("usageMetadata")
+        if not isinstance(usage, dict):
+            return None
+        return (
+            int(usage.get("promptTokenCount", 0)),
+            int(usage.get("candidatesTokenCount", 0)),
+            int(usage.get("thoughtsTokenCount", 0)),
+        )
+    usage = doc.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), 0
+
+
+# --- Streamed bodies (what a hostile endpoint can send; either shape) ----------------------
+
+
 def _repeat(piece: bytes, count: int | None, delay_s: float = 0.0) -> Iterator[bytes]:
     sent = 0
     while count is None or sent < count:
@@ -263,7 +390,7 @@ def drip(interval_s: float) -> Answer:
 
 def stream(handler: BaseHTTPRequestHandler, answer: Answer, stopping: threading.Event) -> None:
     """Play a ``stream`` answer on ``handler`` until it ends, the client leaves or the server
-    stops (both fakes play it)."""
+    stops (either wire shape: the body is the same bytes)."""
     assert answer.chunks is not None
     handler.close_connection = True
     try:
@@ -285,20 +412,44 @@ def stream(handler: BaseHTTPRequestHandler, answer: Answer, stopping: threading.
 
 
 Responder = Callable[["RecordedRequest"], Answer]
-"""Answers one generateContent request from its bytes (called on the server's threads)."""
+"""Answers one model request from its bytes (called on the server's threads)."""
+
+
+@dataclass
+class Served:
+    """What the server counted: requests received, replies delivered, tokens they reported.
+
+    ``delivered`` counts replies with status 200 written in full (metadata replies included);
+    the token sums are those of the model replies among them. A reply held back, cut off, never
+    answered or streamed (``huge``, ``endless``, ``gzip_bomb``, ``drip``) is not delivered.
+    """
+
+    requests: int = 0
+    model_requests: int = 0
+    delivered: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    thought_tokens: int = 0
+    by_status: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
 class _State:
+    shape: Shape
     script: deque[Answer] = field(default_factory=deque)
     default: Answer | None = None
     responder: Responder | None = None
     record: bool = True
+    deny_key: bool = False
+    status_every: tuple[int, int] | None = None
     metadata: deque[Answer] = field(default_factory=deque)
     metadata_default: Answer | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
+    served: Served = field(default_factory=Served)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+    held: int = 0
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -308,59 +459,93 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the stdlib's per-request stderr line."""
 
-    def do_POST(self) -> None:
-        """Record the request, then play the next scripted answer."""
-        length = int(self.headers.get("Content-Length", "0"))
-        data = self.rfile.read(length)
-        state = self.server.state
-        recorded = RecordedRequest(
-            method="POST",
+    def _recorded(self, method: str, data: bytes) -> RecordedRequest:
+        return RecordedRequest(
+            method=method,
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=data,
         )
+
+    def do_POST(self) -> None:
+        """Record the request, then play the next answer (see the module docstring)."""
+        length = int(self.headers.get("Content-Length", "0"))
+        recorded = self._recorded("POST", self.rfile.read(length))
+        state = self.server.state
         responder = None
         with state.lock:
             if state.record:
                 state.requests.append(recorded)
-            if state.script:
+            state.served.requests += 1
+            state.served.model_requests += 1
+            number = state.served.model_requests
+            every = state.status_every
+            if state.shape == "openai" and not self.path.rstrip("/").endswith("/chat/completions"):
+                answer = chat_error(404, f"no route {self.path}")
+            elif state.deny_key:
+                answer = _denied(state.shape)
+            elif every is not None and number % every[0] == 0:
+                answer = status_error(state.shape, every[1])
+            elif state.script:
                 answer = state.script.popleft()
             elif state.responder is not None:
                 responder = state.responder
             else:
-                answer = state.default or output({"unscripted": True})
+                answer = state.default or (
+                    output({"unscripted": True})
+                    if state.shape == "gemini"
+                    else chat_output({"unscripted": True})
+                )
         if responder is not None:
             answer = responder(recorded)
         self.close_connection = True
-        self._play(answer, recorded)
+        self._play(answer, recorded, model=True)
 
     def do_GET(self) -> None:
-        """Record a metadata request, then play the next scripted metadata answer."""
+        """Record a metadata request, then play the next metadata answer."""
         state = self.server.state
-        recorded = RecordedRequest(
-            method="GET",
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=b"",
-        )
+        recorded = self._recorded("GET", b"")
         model = self.path.rsplit("/", 1)[-1].split("?", 1)[0]
         with state.lock:
             if state.record:
                 state.requests.append(recorded)
-            if state.metadata:
+            state.served.requests += 1
+            if state.deny_key:
+                answer = _denied(state.shape)
+            elif state.metadata:
                 answer = state.metadata.popleft()
             else:
-                answer = state.metadata_default or model_metadata(model)
+                answer = state.metadata_default or (
+                    model_metadata(model) if state.shape == "gemini" else model_object(model)
+                )
         self.close_connection = True
-        self._play(answer, recorded)
+        self._play(answer, recorded, model=False)
 
-    def _play(self, answer: Answer, recorded: RecordedRequest) -> None:
+    def _hold(self) -> bool:
+        """Wait while replies are held; False when the server stopped meanwhile."""
+        state = self.server.state
+        if state.released.is_set():
+            return True
+        with state.lock:
+            state.held += 1
+        try:
+            while not state.released.wait(0.02):
+                if state.stopping.is_set():
+                    return False
+        finally:
+            with state.lock:
+                state.held -= 1
+        return not state.stopping.is_set()
+
+    def _play(self, answer: Answer, recorded: RecordedRequest, *, model: bool) -> None:
+        if not self._hold():
+            return
         if answer.kind == "slow":
             if self.server.state.stopping.wait(answer.delay_s):
                 return
             assert answer.then is not None
             try:
-                self._play(answer.then, recorded)
+                self._play(answer.then, recorded, model=model)
             except OSError:
                 # The client gave up (its timeout fired) and closed the socket first.
                 return
@@ -374,11 +559,28 @@ class _Handler(BaseHTTPRequestHandler):
         elif answer.kind == "stream":
             stream(self, answer, self.server.state.stopping)
         elif answer.kind == "echo_credential":
-            key = recorded.headers.get("x-goog-api-key", "")
-            error = {"error": {"code": answer.status, "message": f"bad key {key}", "status": "X"}}
-            self._send(answer.status, "application/json", json.dumps(error).encode())
+            if self.server.state.shape == "gemini":
+                key = recorded.headers.get("x-goog-api-key", "")
+            else:
+                key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+            doc = {"error": {"code": answer.status, "message": f"bad key {key}", "status": "X"}}
+            self._send(answer.status, "application/json", json.dumps(doc).encode())
         else:
             self._send(answer.status, answer.content_type, answer.payload)
+            self._count(answer, model=model)
+
+    def _count(self, answer: Answer, *, model: bool) -> None:
+        state = self.server.state
+        usage = _usage_of(state.shape, answer.payload) if model and answer.status == 200 else None
+        with state.lock:
+            served = state.served
+            served.by_status[answer.status] = served.by_status.get(answer.status, 0) + 1
+            if answer.status == 200:
+                served.delivered += 1
+                if usage is not None:
+                    served.prompt_tokens += usage[0]
+                    served.output_tokens += usage[1]
+                    served.thought_tokens += usage[2]
 
     def _send(self, status: int, content_type: str, payload: bytes, *, cut: bool = False) -> None:
         self.send_response(status)
@@ -411,24 +613,48 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class FakeGemini:
-    """A running fake endpoint; use as a context manager.
+class FakeEndpoint:
+    """A running loopback endpoint of one ``shape``; use as a context manager.
 
     Example:
         with FakeGemini() as fake:
             fake.script(output({"decision": "complete", "reason": "ok"}))
             ... point the client at fake.base_url ...
             assert len(fake.requests) == 1
+
+    Raises:
+        OSError: the port cannot be bound.
     """
 
     def __init__(
-        self, *, port: int = 0, responder: Responder | None = None, record: bool = True
+        self,
+        shape: Shape,
+        *,
+        port: int = 0,
+        responder: Responder | None = None,
+        record: bool = True,
+        deny_key: bool = False,
+        status_every: tuple[int, int] | None = None,
     ) -> None:
+        if status_every is not None and status_every[0] < 1:
+            raise ValueError("status_every needs N >= 1")
         self._server = _Server(("127.0.0.1", port), _Handler)
-        self._server.state = _State(responder=responder, record=record)
+        self._server.state = _State(
+            shape=shape,
+            responder=responder,
+            record=record,
+            deny_key=deny_key,
+            status_every=status_every,
+        )
+        self._server.state.released.set()
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
+
+    @property
+    def shape(self) -> Shape:
+        """The wire shape served."""
+        return self._server.state.shape
 
     @property
     def port(self) -> int:
@@ -437,9 +663,11 @@ class FakeGemini:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/``."""
+        """``http://127.0.0.1:<port>/`` (Gemini) or ``http://127.0.0.1:<port>/v1`` (OpenAI)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return (
+            f"http://{host!s}:{port}/" if self.shape == "gemini" else f"http://{host!s}:{port}/v1"
+        )
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -447,14 +675,42 @@ class FakeGemini:
         with self._server.state.lock:
             return list(self._server.state.requests)
 
+    @property
+    def generate_requests(self) -> list[RecordedRequest]:
+        """The model (POST) requests received so far."""
+        return [r for r in self.requests if r.method == "POST"]
+
+    chat_requests = generate_requests
+
+    @property
+    def served(self) -> Served:
+        """A copy of the counts (requests, delivered replies, their tokens)."""
+        with self._server.state.lock:
+            s = self._server.state.served
+            return Served(
+                s.requests,
+                s.model_requests,
+                s.delivered,
+                s.prompt_tokens,
+                s.output_tokens,
+                s.thought_tokens,
+                dict(s.by_status),
+            )
+
+    @property
+    def held(self) -> int:
+        """Replies held back right now (``hold``)."""
+        with self._server.state.lock:
+            return self._server.state.held
+
     def script(self, *answers: Answer) -> None:
-        """Queue answers, one per future request; unscripted requests get a plain 200."""
+        """Queue answers, one per future model request, before the responder."""
         with self._server.state.lock:
             self._server.state.script.extend(answers)
 
     def always(self, answer: Answer | None) -> None:
-        """Answer every generateContent request past the script with ``answer`` (None: the
-        default off-schema 200)."""
+        """Answer every model request past the script with ``answer`` (None: the default
+        off-schema 200)."""
         with self._server.state.lock:
             self._server.state.default = answer
 
@@ -468,20 +724,35 @@ class FakeGemini:
         with self._server.state.lock:
             self._server.state.metadata_default = answer
 
+    def deny_key(self, deny: bool = True) -> None:
+        """Answer every request from now on as a revoked key would (False: serve again)."""
+        with self._server.state.lock:
+            self._server.state.deny_key = deny
+
     @property
     def dropped_clients(self) -> int:
         """How many clients went away mid-request (reset or closed socket); never printed."""
         with self._server.state.lock:
             return self._server.dropped_clients
 
-    @property
-    def generate_requests(self) -> list[RecordedRequest]:
-        """The generateContent requests received so far."""
-        return [r for r in self.requests if r.method == "POST"]
+    def hold(self) -> None:
+        """Keep every reply back from now on, until ``release`` (or the server stops)."""
+        self._server.state.released.clear()
 
-    def __enter__(self) -> FakeGemini:
+    def release(self) -> None:
+        """Send the held replies and stop holding."""
+        self._server.state.released.set()
+
+    def __enter__(self) -> FakeEndpoint:
         self._thread.start()
         return self
+
+    def stop(self) -> None:
+        """Stop serving: held and slow replies are never sent, the port is closed."""
+        self._server.state.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
 
     def __exit__(
         self,
@@ -489,7 +760,57 @@ class FakeGemini:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._server.state.stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        if not self._server.state.stopping.is_set():
+            self.stop()
+
+
+class FakeGemini(FakeEndpoint):
+    """A loopback endpoint of the Gemini shape."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        responder: Responder | None = None,
+        record: bool = True,
+        deny_key: bool = False,
+        status_every: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(
+            "gemini",
+            port=port,
+            responder=responder,
+            record=record,
+            deny_key=deny_key,
+            status_every=status_every,
+        )
+
+    def __enter__(self) -> FakeGemini:
+        self._thread.start()
+        return self
+
+
+class FakeOpenAI(FakeEndpoint):
+    """A loopback endpoint of the OpenAI-compatible shape."""
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        port: int = 0,
+        record: bool = True,
+        deny_key: bool = False,
+        status_every: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(
+            "openai",
+            port=port,
+            responder=responder,
+            record=record,
+            deny_key=deny_key,
+            status_every=status_every,
+        )
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self

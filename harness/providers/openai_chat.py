@@ -50,17 +50,9 @@ _ROLE: Final = {"system": "system", "user": "user", "model": "assistant"}
 
 
 def chat_price(model: str) -> PriceTable:
-    """The price table of an OpenAI-compatible model: none is known, so costs show as 0."""
-    return PriceTable(
-        model=model,
-        currency="USD",
-        input_per_million=0.0,
-        output_per_million=0.0,
-        source=(
-            "no price table for OpenAI-compatible endpoints: token counts are recorded, "
-            "cost is not estimated (shown as 0)"
-        ),
-    )
+    """The price table of an OpenAI-compatible model: none is known, so costs are unknown
+    (``--price-input``/``--price-output`` give one)."""
+    return PriceTable.unpriced(model)
 
 
 def chat_request_body(request: ProviderRequest, model: str) -> dict[str, Any]:

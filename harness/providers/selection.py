@@ -8,7 +8,10 @@ Every command that can call a provider takes the same four options, added by the
 - ``--credential-file PATH`` or ``--credential-env NAME`` (exactly one with gemini; with openai
   one of them or ``--no-credential`` for a local server that needs none);
 - ``--provider-base-url URL`` (gemini and openai; default: the provider's public endpoint);
-- ``--planner python:PATH_OR_MODULE:ATTR`` (a planner plug-in: trusted code, see ``plugin``).
+- ``--planner python:PATH_OR_MODULE:ATTR`` (a planner plug-in: trusted code, see ``plugin``);
+- ``--price-input USD --price-output USD`` (gemini and openai: the endpoint's prices per million
+  tokens; without them only Gemini at Google's endpoint has a price, every other cost is
+  unknown). ``run_price`` is the table a run's estimate, progress line and attempts use.
 
 The decorator hands the command one ``ProviderSelection`` (argument ``provider``): a value that
 names the choice and the credential *source*, never the key, so it can be written into the run
@@ -20,6 +23,7 @@ refused with one line (``ProviderSelectionError``), never silently ignored.
 from __future__ import annotations
 
 import functools
+import math
 import shlex
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
@@ -31,7 +35,12 @@ import msgspec
 from harness.errors import ProviderSelectionError
 from harness.extras import require_extra
 from harness.providers.audit import AttemptRecord, Audit
-from harness.providers.config import GenerationConfig, config_digest
+from harness.providers.config import (
+    GenerationConfig,
+    PriceTable,
+    config_digest,
+    default_generation_config,
+)
 from harness.providers.credentials import CredentialSource, load_credential
 from harness.providers.endpoint import (
     OPENAI_BASE_URL,
@@ -60,7 +69,9 @@ __all__ = [
     "probe_provider",
     "provider_identity",
     "provider_options",
+    "refuse_contradicting_flags",
     "resume_provider_options",
+    "run_price",
     "select_provider",
     "selection_for_resume",
 ]
@@ -75,6 +86,8 @@ _OPTION_NAMES: Final = (
     "model",
     "no_credential",
     "planner",
+    "price_input",
+    "price_output",
 )
 
 
@@ -85,7 +98,8 @@ class ProviderSelection(
 
     ``base_url`` is None exactly when the provider is simulated; ``credential`` is set for
     gemini, may be None for openai (``--no-credential``) and is None for simulated. ``model``
-    is set exactly for openai. ``planner`` names a planner plug-in (any provider).
+    is set exactly for openai. ``planner`` names a planner plug-in (any provider). ``price``
+    is the user's price table (``--price-input``/``--price-output``; network providers only).
     """
 
     provider: ProviderName
@@ -93,6 +107,7 @@ class ProviderSelection(
     credential: CredentialSource | None
     model: str | None = None
     planner: PlannerPlugin | None = None
+    price: PriceTable | None = None
 
     def __post_init__(self) -> None:
         simulated = self.provider is ProviderName.SIMULATED
@@ -106,6 +121,8 @@ class ProviderSelection(
             raise ValueError("model is set exactly for the openai provider")
         if self.provider is ProviderName.PLUGIN:
             raise ValueError("plugin is not a selectable provider")
+        if simulated and self.price is not None:
+            raise ValueError("the simulated provider has no price")
 
 
 def select_from_flags(flags: ProviderFlags) -> ProviderSelection:
@@ -122,7 +139,49 @@ def select_from_flags(flags: ProviderFlags) -> ProviderSelection:
         model=flags.model,
         no_credential=flags.no_credential,
         planner=flags.planner,
+        price_input=flags.price_input,
+        price_output=flags.price_output,
     )
+
+
+def _given_price(
+    provider: str, model: str | None, price_input: float | None, price_output: float | None
+) -> PriceTable | None:
+    """The user's price table, or None when neither flag is given.
+
+    Raises:
+        ProviderSelectionError: one flag without the other, a negative or non-finite price,
+            or a price for the simulated provider.
+    """
+    if price_input is None and price_output is None:
+        return None
+    if price_input is None or price_output is None:
+        raise ProviderSelectionError(
+            "--price-input and --price-output go together (USD per million input and output "
+            "tokens; thinking tokens are billed as output)"
+        )
+    if provider == ProviderName.SIMULATED.value:
+        raise ProviderSelectionError(
+            "--price-input and --price-output apply only to --provider gemini or openai "
+            "(the simulated provider costs nothing)"
+        )
+    for flag, value in (("--price-input", price_input), ("--price-output", price_output)):
+        if not math.isfinite(value) or value < 0:
+            raise ProviderSelectionError(f"{flag} must be a price >= 0 in USD, not {value}")
+    # Gemini's model is the frozen config's; an OpenAI-compatible endpoint's is --model.
+    return PriceTable.given(
+        model or default_generation_config().gemini.model, price_input, price_output
+    )
+
+
+def run_price(selection: ProviderSelection, config: GenerationConfig) -> PriceTable | None:
+    """The price table of a run with ``selection``: the user's, else the frozen Gemini table
+    at Google's own endpoint, else None (cost unknown). None for the simulated provider."""
+    if selection.price is not None:
+        return selection.price
+    if selection.provider is ProviderName.GEMINI and selection.base_url == PUBLIC_BASE_URL:
+        return config.gemini.price
+    return None
 
 
 def select_provider(
@@ -134,6 +193,8 @@ def select_provider(
     model: str | None = None,
     no_credential: bool = False,
     planner: str | PlannerPlugin | None = None,
+    price_input: float | None = None,
+    price_output: float | None = None,
 ) -> ProviderSelection:
     """Validate the option values and build the selection.
 
@@ -142,6 +203,7 @@ def select_provider(
             or the planner plug-in names no readable source.
         MissingExtraError: gemini or openai is asked for without its extra installed.
     """
+    price = _given_price(provider, model, price_input, price_output)
     plugin = resolve_plugin(planner) if isinstance(planner, str) else planner
     if provider == ProviderName.SIMULATED.value:
         given = [
@@ -172,6 +234,7 @@ def select_provider(
             model=model,
             no_credential=no_credential,
             planner=plugin,
+            price=price,
         )
     if provider != ProviderName.GEMINI.value:
         raise ProviderSelectionError(
@@ -199,6 +262,7 @@ def select_provider(
         base_url=check_base_url(PUBLIC_BASE_URL if base_url is None else base_url),
         credential=source,
         planner=plugin,
+        price=price,
     )
 
 
@@ -210,6 +274,7 @@ def _select_openai(
     model: str | None,
     no_credential: bool,
     planner: PlannerPlugin | None,
+    price: PriceTable | None,
 ) -> ProviderSelection:
     require_extra("openai", "openai", "--provider openai")
     if model is None or not model.strip():
@@ -237,6 +302,7 @@ def _select_openai(
         credential=source,
         model=model,
         planner=planner,
+        price=price,
     )
 
 
@@ -267,6 +333,11 @@ def open_provider(
             be loaded.
     """
     provider = _open_base(selection, environ)
+    if selection.price is not None:
+        from harness.providers._attempts import NetworkProvider
+
+        if isinstance(provider, NetworkProvider):
+            provider.given_price = selection.price
     if selection.planner is None:
         return provider
     target = load_plugin(selection.planner)
@@ -306,8 +377,10 @@ class ProviderIdentity(
     ``model``, ``endpoint`` and ``api_version`` are None for the simulated provider;
     ``api_version`` is None for openai. ``endpoint_host`` is set for openai; ``credential``
     says whether an openai run sent a key at all (``none`` for ``--no-credential``).
-    ``planner`` names the planner plug-in and the digest of its source bytes. The fields with
-    defaults are left out when unset, so identities written before they existed read the same.
+    ``planner`` names the planner plug-in and the digest of its source bytes. ``price`` is the
+    user's price table (``--price-input``/``--price-output``), which every attempt then records
+    and the audit checks them against. The fields with defaults are left out when unset, so
+    identities written before they existed read the same.
     """
 
     provider: ProviderName
@@ -318,6 +391,7 @@ class ProviderIdentity(
     endpoint_host: str | None = None
     credential: Literal["key", "none"] | None = None
     planner: PlannerPlugin | None = None
+    price: PriceTable | None = None
 
     @property
     def frozen_study(self) -> bool:
@@ -351,6 +425,7 @@ def provider_identity(selection: ProviderSelection, config: GenerationConfig) ->
         ),
         credential=(None if not openai else "key" if selection.credential else "none"),
         planner=selection.planner,
+        price=selection.price,
     )
 
 
@@ -374,19 +449,17 @@ class ProviderFlags(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     no_credential: bool = False
     planner: str | None = None
+    price_input: float | None = None
+    price_output: float | None = None
 
 
-def selection_for_resume(
-    flags: ProviderFlags, stored: ProviderIdentity, config: GenerationConfig, store: str
-) -> ProviderSelection:
-    """The selection that continues a store of identity ``stored``.
-
-    With no provider flags the store's own selection is used; only the credential source is
-    taken from the flags (it is never stored). A flag that contradicts the store is refused.
+def refuse_contradicting_flags(flags: ProviderFlags, stored: ProviderIdentity, store: str) -> None:
+    """Refuse a resume flag that contradicts the store's identity (provider, model, endpoint,
+    planner plug-in, prices); the credential options are not checked here. A finalized store's
+    resume refuses the same flags a partial one does.
 
     Raises:
-        ProviderSelectionError: one line naming the store's value and the contradicting one,
-            or the credential option a gemini store needs.
+        ProviderSelectionError: one line naming the store's value and the contradicting one.
     """
     if flags.provider is not None and flags.provider != stored.provider.value:
         raise ProviderSelectionError(
@@ -415,6 +488,46 @@ def selection_for_resume(
         raise ProviderSelectionError(
             f"store {store} was run with {had}; --planner {flags.planner} contradicts it"
         )
+    prices = (flags.price_input, flags.price_output)
+    if prices != (None, None):
+        stored_prices = (
+            None
+            if stored.price is None
+            else (stored.price.input_per_million, stored.price.output_per_million)
+        )
+        if prices != stored_prices:
+            was = (
+                "no --price-input/--price-output"
+                if stored_prices is None
+                else f"--price-input {stored_prices[0]:g} --price-output {stored_prices[1]:g}"
+            )
+            raise ProviderSelectionError(
+                f"store {store} was run with {was}; --price-input {flags.price_input} "
+                f"--price-output {flags.price_output} contradicts it (the prices are in its "
+                "genesis)"
+            )
+    if flags.base_url is not None and stored.provider is not ProviderName.SIMULATED:
+        given = check_base_url(flags.base_url)
+        if given != stored.endpoint:
+            raise ProviderSelectionError(
+                f"store {store} was run against endpoint {stored.endpoint}; "
+                f"--provider-base-url {given} contradicts it"
+            )
+
+
+def selection_for_resume(
+    flags: ProviderFlags, stored: ProviderIdentity, config: GenerationConfig, store: str
+) -> ProviderSelection:
+    """The selection that continues a store of identity ``stored``.
+
+    With no provider flags the store's own selection is used; only the credential source is
+    taken from the flags (it is never stored). A flag that contradicts the store is refused.
+
+    Raises:
+        ProviderSelectionError: one line naming the store's value and the contradicting one,
+            or the credential option a gemini store needs.
+    """
+    refuse_contradicting_flags(flags, stored, store)
     plugin = None
     if stored.planner is not None:
         plugin = resolve_plugin(stored.planner.spec)
@@ -425,11 +538,6 @@ def selection_for_resume(
                 "plug-in is a different study: start a new store)"
             )
     if stored.provider is ProviderName.OPENAI:
-        if flags.base_url is not None and check_base_url(flags.base_url) != stored.endpoint:
-            raise ProviderSelectionError(
-                f"store {store} was run against endpoint {stored.endpoint}; "
-                f"--provider-base-url {flags.base_url} contradicts it"
-            )
         keyless = stored.credential == "none"
         sources = (flags.credential_file is not None) + (flags.credential_env is not None)
         if keyless and (sources or not flags.no_credential):
@@ -442,19 +550,13 @@ def selection_for_resume(
                 f"store {store} was run with {stored.describe()}; resume it with exactly one of "
                 "--credential-file PATH or --credential-env NAME (the key is never stored)"
             )
-    if stored.provider is ProviderName.GEMINI:
-        if flags.base_url is not None:
-            given = check_base_url(flags.base_url)
-            if given != stored.endpoint:
-                raise ProviderSelectionError(
-                    f"store {store} was run against endpoint {stored.endpoint}; "
-                    f"--provider-base-url {given} contradicts it"
-                )
-        if (flags.credential_file is None) == (flags.credential_env is None):
-            raise ProviderSelectionError(
-                f"store {store} was run with {stored.describe()}; resume it with exactly one of "
-                "--credential-file PATH or --credential-env NAME (the key is never stored)"
-            )
+    if stored.provider is ProviderName.GEMINI and (
+        (flags.credential_file is None) == (flags.credential_env is None)
+    ):
+        raise ProviderSelectionError(
+            f"store {store} was run with {stored.describe()}; resume it with exactly one of "
+            "--credential-file PATH or --credential-env NAME (the key is never stored)"
+        )
     selection = select_provider(
         stored.provider.value,
         credential_file=flags.credential_file,
@@ -464,6 +566,7 @@ def selection_for_resume(
         no_credential=flags.no_credential and stored.provider is ProviderName.OPENAI,
         planner=plugin,
     )
+    selection = msgspec.structs.replace(selection, price=stored.price)
     mine = provider_identity(selection, config)
     if mine != stored:
         if mine.model != stored.model:
@@ -544,6 +647,20 @@ _OPTIONS: Final = (
         "An openai store run without a key (a local server) is resumed with this.",
     ),
     _Option(
+        ("--price-input",),
+        {"type": float, "metavar": "USD"},
+        "The endpoint's price per million input tokens (with --price-output; gemini, openai). "
+        "Without them only Gemini at Google's endpoint has a price; other costs are unknown. "
+        "Recorded in the store.",
+        f"{_CONFIRM} prices, and different ones are refused.",
+    ),
+    _Option(
+        ("--price-output",),
+        {"type": float, "metavar": "USD"},
+        "The endpoint's price per million output tokens, thinking included (with --price-input).",
+        f"{_CONFIRM} prices, and different ones are refused.",
+    ),
+    _Option(
         ("--planner",),
         {"metavar": "python:PATH_OR_MODULE:ATTR"},
         "Your own agent as the planner: an object with respond(request) -> action. "
@@ -554,7 +671,7 @@ _OPTIONS: Final = (
 
 
 def _with_options(command: F, build: Callable[[ProviderFlags], object], *, resume: bool) -> F:
-    """Add the seven provider options to ``command``; ``build`` turns what was given into the one
+    """Add the nine provider options to ``command``; ``build`` turns what was given into the one
     ``provider`` keyword argument the command receives."""
 
     @functools.wraps(command)
@@ -569,6 +686,8 @@ def _with_options(command: F, build: Callable[[ProviderFlags], object], *, resum
                 model=values["model"],
                 no_credential=values["no_credential"],
                 planner=values["planner"],
+                price_input=values["price_input"],
+                price_output=values["price_output"],
             )
         )
         return command(*args, **kwargs)

@@ -82,6 +82,7 @@ from harness.store._model import (
 )
 from harness.store._scan import require_store, scan
 from harness.store._scan_inputs import ScheduleRows, split_schedule
+from harness.store._staging import begin_line, check_cell, end_line, staged_to_journal
 
 __all__ = [
     "Resumed",
@@ -97,7 +98,8 @@ _APPEND: Final = os.O_WRONLY | os.O_APPEND
 STAGING: Final = "staging.log"
 """Attempts of cells that are not the next to commit (concurrent runs): one JSON line each,
 fsynced before the call is sent; moved into the journal in schedule order when their cell
-commits, or as orphaned attempts of a dead session on resume. Outside the chain."""
+commits, or as orphaned attempts of a dead session on resume (only those of uncommitted cells
+the journal lacks, after ``_staging`` checked every line). Outside the chain."""
 _MAX_STAGING: Final = 1 << 30
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY
 _JSON: Final = msgspec.json.Decoder()
@@ -254,6 +256,8 @@ class RunStore:
         self._staged: dict[int, list[Any]] = {}
         self._staging_fd: int | None = None
         self._staged_count = 0
+        # The digest of this writer's session entry: the chain position its staged lines name.
+        self._session = state.journal_head
         self._result_type = result_type
         self._attempt_type = attempt_type
         self._stopped: DurabilityError | None = None
@@ -504,6 +508,16 @@ class RunStore:
         _remove_leftovers(durable, root)
         pending = found.pending
         orphans = orphans_of(pending)
+        # The dead session's own journal entries: what it staged may already be among them.
+        last_session: str | None = None
+        since_session: list[dict[str, Any]] = []
+        for item in reversed(found.journal):
+            if isinstance(item.entry, SessionEntry):
+                last_session = item.digest
+                break
+            if isinstance(item.entry, BeginEntry):
+                since_session.append(item.entry.attempt)
+        since_session.reverse()
         state = _State(
             rows=rows,
             row_digests=found.row_digests,  # the given schedule's: its digest is genesis's
@@ -519,7 +533,7 @@ class RunStore:
         )
         writer = cls(root, lock, durable, state, result_type=result_type, attempt_type=attempt_type)
         try:
-            if writer._migrate_staging():
+            if writer._migrate_staging(last_session, since_session):
                 orphans = orphans_of(writer._range)
             writer._append_journal(
                 SessionEntry(
@@ -529,6 +543,7 @@ class RunStore:
                     environment=environment,
                 )
             )
+            writer._session = writer._journal_head
         except BaseException:
             writer._close_files()
             raise
@@ -843,20 +858,31 @@ class RunStore:
             self._stop(e)
             raise
 
-    def stage_begin(self, attempt: Mapping[str, Any] | msgspec.Struct) -> int:
-        """Stage (and fsync) an attempt of a cell that is not the next to commit.
+    def stage_begin(self, attempt: Mapping[str, Any] | msgspec.Struct, *, row: int) -> int:
+        """Stage (and fsync) an attempt of the cell of schedule row ``row``, which is not
+        committed yet.
 
         The attempt goes into ``staging.log`` now and into the journal when its cell commits
         (``commit_staged``), so the journal and the records are those of a sequential run.
 
         Returns:
             The staging key for ``stage_end`` and ``commit_staged``.
+
+        Raises:
+            RecordInvalidError: ``attempt`` is not plain JSON, ``row`` is committed or not in
+                the schedule, or the attempt names another cell than the row's.
         """
         self._guard()
         obj = _json_object(attempt, "attempt")
+        if isinstance(row, bool) or not (self._records - 1 <= row < len(self._rows)):
+            raise RecordInvalidError(f"staged attempt for row {row!r}, not an uncommitted row")
+        mismatch = check_cell(self._rows[row], obj)
+        if mismatch is not None:
+            raise RecordInvalidError(f"staged attempt for row {row} {mismatch}")
+        assert self._session is not None  # a writer's journal starts with its session entry
         key = self._staged_count
         self._staged_count += 1
-        self._stage({"begin": key, "attempt": obj})
+        self._stage(begin_line(key, self._session, row, obj))
         self._staged[key] = [obj, None, ()]
         return key
 
@@ -874,7 +900,7 @@ class RunStore:
             raise AttemptStateError(f"staged attempt {key} is not open in this writer")
         obj = _json_object(outcome, "outcome")
         known = self._known_blobs(blobs, "stage_end")
-        self._stage({"end": key, "outcome": obj, "blobs": list(known)})
+        self._stage(end_line(key, obj, known))
         entry[1], entry[2] = obj, known
 
     def commit_staged(
@@ -924,53 +950,53 @@ class RunStore:
             del self._staged[key]
         return self.commit_cell(row_index, result, audit_group, blobs=blobs)
 
-    def _migrate_staging(self) -> int:
-        """Move the attempts a dead session staged into the journal (before the new session
-        entry, so they bind as orphaned); return how many. The staging file is then removed."""
+    def _migrate_staging(
+        self, session: str | None, since_session: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """Move the attempts a dead session staged for cells it did not commit, and the journal
+        lacks, into the journal (before the new session entry, so they bind as orphaned);
+        return how many. Every line is checked first (``_staging``). The staging file is then
+        removed.
+
+        Raises:
+            TamperError: a staged line contradicts the chain.
+        """
         try:
             data = read_regular(STAGING, _MAX_STAGING, dir_fd=self._dir_fd, what=STAGING)
         except FileNotFoundError:
             return 0
         except UnsafeFileError as e:
             raise TamperError(f"{e} in {self._root}; the store is refused") from e
-        begun: dict[int, dict[str, Any]] = {}
-        ends: dict[int, tuple[dict[str, Any], tuple[str, ...]]] = {}
-        for raw in data.split(b"\n"):
-            try:
-                line = msgspec.json.decode(raw) if raw else None
-            except msgspec.DecodeError:
-                line = None  # a torn last line: the attempt was not sent, or its end is lost
-            if not isinstance(line, dict):
-                continue
-            if isinstance(line.get("begin"), int) and isinstance(line.get("attempt"), dict):
-                begun[line["begin"]] = line["attempt"]
-            elif isinstance(line.get("end"), int) and isinstance(line.get("outcome"), dict):
-                listed = line.get("blobs")
-                known = tuple(
-                    b for b in (listed if isinstance(listed, list) else []) if b in self._blobs
-                )
-                ends[line["end"]] = (line["outcome"], known)
-        for key in sorted(begun):
+        todo = staged_to_journal(
+            data,
+            session=session,
+            rows=self._rows,
+            next_row=self._records - 1,
+            blobs=self._blobs,
+            journaled=since_session,
+            where=str(self._root),
+        )
+        for staged in todo:
             begin = self._journal_count
             self._append_journal(
-                BeginEntry(seq=begin, prev=self._journal_head, attempt=begun[key]), sync=False
+                BeginEntry(seq=begin, prev=self._journal_head, attempt=staged.attempt),
+                sync=False,
             )
-            if key in ends:
-                outcome, known = ends[key]
+            if staged.outcome is not None:
                 self._append_journal(
                     EndEntry(
                         seq=self._journal_count,
                         prev=self._journal_head,
                         begin_seq=begin,
-                        outcome=outcome,
-                        blobs=known,
+                        outcome=staged.outcome,
+                        blobs=staged.blobs,
                     ),
                     sync=False,
                 )
         self._durable.fsync(self._journal_fd, JOURNAL)
         os.unlink(STAGING, dir_fd=self._dir_fd)
         self._durable.fsync(self._dir_fd, "the store directory")
-        return len(begun)
+        return len(todo)
 
     # --- closing ------------------------------------------------------------------------------
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.errors import BreakerTrippedError, ProviderOutageError, RunStoppedError
 from harness.providers.audit import AttemptIntent, AttemptRecord
-from harness.providers.kinds import AttemptStatus, infrastructure_cause
+from harness.providers.kinds import AttemptStatus, FailureKind, infrastructure_cause
 from harness.providers.selection import ProviderSelection, credential_option
 from harness.store import RunStore
 
@@ -75,7 +75,8 @@ class Breaker:
     Attributes:
         limit: consecutive infrastructure failures that stop the run (the frozen config's K).
         streak: the current run of consecutive infrastructure failures.
-        failed: attempts of this session that did not succeed (any reason).
+        failed: attempts of this session that did not succeed, except those the run itself
+            cancelled (a stop, a dropped cell).
         tripped: why the breaker stopped the run, or None.
     """
 
@@ -89,7 +90,11 @@ class Breaker:
 
     def observe(self, record: AttemptRecord) -> None:
         """Count one ended attempt."""
-        if record.status is not AttemptStatus.SUCCEEDED:
+        if (
+            record.status is not AttemptStatus.SUCCEEDED
+            and record.failure_kind is not FailureKind.CANCELLED
+        ):
+            # A call the run itself cancelled (Ctrl-C, a dropped cell) did not fail.
             self.failed += 1
         cause = infrastructure_cause(record.failure_kind)
         if cause is not None:
@@ -114,16 +119,21 @@ class StoreAudit:
 
     ``begin`` journals (and fsyncs) an attempt before it is sent, ``end`` its record and blobs
     after it; ``put`` stores raw bytes content-addressed. With a breaker, every ended attempt is
-    shown to it, and once it has tripped no further attempt is begun.
+    shown to it, and once it has tripped no further attempt is begun. Staged (``rows``: each
+    cell's schedule row), attempts go to ``staging.log`` under their cell's row until it commits.
     """
 
     def __init__(
-        self, store: RunStore, breaker: Breaker | None = None, *, staged: bool = False
+        self,
+        store: RunStore,
+        breaker: Breaker | None = None,
+        *,
+        rows: Mapping[str, int] | None = None,
     ) -> None:
         self._store = store
         self._open: dict[tuple[str, str, int, str], int] = {}
         self._breaker = breaker
-        self._staged = staged
+        self._rows = rows
         self._cells: dict[str, list[int]] = {}
         self.seconds = 0.0
 
@@ -147,8 +157,8 @@ class StoreAudit:
         key = self._key(intent)
         if key in self._open:
             raise ValueError(f"attempt {key} begun twice")
-        if self._staged:
-            self._open[key] = self._store.stage_begin(intent)
+        if self._rows is not None:
+            self._open[key] = self._store.stage_begin(intent, row=self._rows[intent.cell_id])
             self._cells.setdefault(intent.cell_id, []).append(self._open[key])
         else:
             self._open[key] = self._store.journal_begin(intent)
@@ -161,7 +171,7 @@ class StoreAudit:
         if begun is None:
             raise ValueError(f"attempt {self._key(record)} ended without a begin")
         blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
-        if self._staged:
+        if self._rows is not None:
             self._store.stage_end(begun, record, blobs=blobs)
         else:
             self._store.journal_end(begun, record, blobs=blobs)

@@ -1,5 +1,7 @@
 """``harness stores [DIR]``: list the run stores under the default ``stores/`` (or DIR).
 
+With no DIR and no ``stores/`` folder, the current directory's stores are listed.
+
 Thin: ``harness.studies.runs.list_runs`` finds and describes them; this prints a table or JSON.
 A missing or unreadable DIR is one line and exit 2.
 """
@@ -23,14 +25,17 @@ __all__ = ["stores_cmd"]
 def stores_cmd(directory: Path | None, as_json: bool) -> None:
     """List run stores: id, study, provider and model, cells, state, last write (UTC).
 
-    States: in progress, interrupted, finalized, pilot, damaged. Exit 2 when DIR is not a
-    readable directory.
+    States: in progress, interrupted, finalized, pilot, damaged. With no DIR and no stores/
+    folder, lists the current directory. Exit 2 when DIR is not a readable directory.
     """
     from harness.resources import default_stores_dir
     from harness.studies.runs import list_runs
 
-    # Where `v2 run` and `static run` put a store by default, wherever this runs from.
+    # Where `v2 run` and `static run` put a store by default, wherever this runs from; with no
+    # such folder, the current directory (a user who ran with --store/--out next to them).
     parent = directory if directory is not None else default_stores_dir()
+    if directory is None and not parent.is_dir():
+        parent = Path.cwd()
     if not parent.is_dir():
         raise InputError(f"{str(parent)!r} is not a directory of run stores")
     try:

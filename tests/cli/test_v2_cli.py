@@ -123,7 +123,7 @@ def test_v2_cli_run_refuses_a_store_that_exists(tmp_path: Path, lock: Path) -> N
     assert result.exit_code == 2
     assert _error(result) == (
         f"error: {store} already holds a run store with 0 committed cells; "
-        f"continue it with `harness v2 resume {store}`"
+        f"continue it with `harness v2 resume {store} --lock {lock}`"
     )
 
 

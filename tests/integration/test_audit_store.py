@@ -318,3 +318,67 @@ def test_audit_redacted_marker_and_digests_are_not_credentials(tmp_path: Path) -
     with RunStore.create(root, LOCK, ROWS) as w:
         _commit(w, [_attempt(w, cell="c0", response=msgspec.json.encode(payload))])
     assert audit_store(root).ok
+
+
+def _journal_again(writer: RunStore, record: AttemptRecord) -> None:
+    """Journal ``record``'s attempt a second time, the way a resume re-bound a committed
+    cell's staged attempts before each attempt was journaled once."""
+    key = writer.journal_begin(record.intent())
+    blobs = [b for b in (record.request_blob, record.response_blob) if b is not None]
+    writer.journal_end(key, record, blobs=blobs)
+
+
+def test_an_orphan_copied_within_its_session_fails_the_audit(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        _commit(w, [_attempt(w, cell="c0")])
+        in_flight = _attempt(w, cell="c1")
+        _journal_again(w, in_flight)  # the same attempt moved into the journal twice
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1", index=1)])
+    report = audit_store(root)
+    assert not report.ok
+    (problem,) = report.problems
+    assert "is journaled twice: it is attempt" in problem
+
+
+def test_the_same_request_sent_twice_by_a_cell_is_not_a_copy(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        _commit(w, [_attempt(w, cell="c0")])
+        _attempt(w, cell="c1")
+        _attempt(w, cell="c1", latency_ms=1234.5)  # the same request again, its own reply
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1", index=1)])
+    assert audit_store(root).problems == ()
+
+
+def test_a_committed_cells_attempt_bound_again_as_orphaned_fails_the_audit(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        first = _attempt(w, cell="c0")
+        _commit(w, [first])
+    resumed = RunStore.open_for_resume(root, LOCK, ROWS)
+    with resumed.writer as w:
+        # A new session: the request is not journaled twice within one session, but its cell
+        # was committed, so binding it as orphaned counts it a second time.
+        _journal_again(w, first)
+        w.close()
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1")])
+    report = audit_store(root)
+    assert any("was committed before: the attempt is counted twice" in p for p in report.problems)
+
+
+def test_a_resumed_cells_own_orphans_pass_the_audit(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as w:
+        _commit(w, [_attempt(w, cell="c0")])
+        _attempt(w, cell="c1")  # journaled, its cell never committed: the writer dies
+    with RunStore.open_for_resume(root, LOCK, ROWS).writer as w:
+        _commit(w, [_attempt(w, cell="c1")])  # the same request again, in a new session
+    report = audit_store(root)
+    assert report.problems == ()
+    assert len(report.orphaned) == 1

@@ -51,6 +51,7 @@ from harness.providers import (
     default_generation_config,
     memory_audit,
 )
+from harness.providers.config import PriceTable
 from harness.providers.critic import TaskBrief, TraceStep, critic_request, critic_view
 from harness.providers.gemini import GeminiProvider
 
@@ -100,11 +101,14 @@ class Run:
     blobs: MemoryBlobSink
 
 
-def _run(base_url: str, request: ProviderRequest | None = None) -> Run:
+def _run(
+    base_url: str, request: ProviderRequest | None = None, *, price: PriceTable | None = None
+) -> Run:
     audit, journal, blobs = memory_audit()
     provider = GeminiProvider(
         Credential(KEY, CredentialSource(kind="env", name="K")), base_url=base_url
     )
+    provider.given_price = price
 
     async def go() -> ProviderResult:
         return await provider.generate(request or _request(), audit)
@@ -329,13 +333,18 @@ def test_gemini_scripted_answer_gives_failure_kind_retries_and_audit(
 
 
 def test_gemini_success_records_tokens_cost_and_raw_response(fake: FakeGemini) -> None:
-    fake.script(output(GOOD))
-    run = _run(fake.base_url)
+    fake.script(output(GOOD), output(GOOD))
+    # The loopback endpoint is not Google's: no price is known, the cost is unknown (not 0).
+    unpriced = _run(fake.base_url).result.attempts[0]
+    assert unpriced.price == PriceTable.unpriced(default_generation_config().gemini.model)
+    assert unpriced.cost_usd is None
+    # With the user's prices (--price-input/--price-output) the attempt is priced by them.
+    price = PriceTable.given("gemini-2.5-flash", 0.30, 2.50)
+    run = _run(fake.base_url, price=price)
     record = run.result.attempts[0]
     assert record.usage.prompt_tokens == DEFAULT_USAGE["prompt"]
     assert record.usage.output_tokens == DEFAULT_USAGE["output"]
     assert record.usage.thought_tokens == DEFAULT_USAGE["thoughts"]
-    price = default_generation_config().gemini.price
     assert record.price == price
     billed_out = DEFAULT_USAGE["output"] + DEFAULT_USAGE["thoughts"]
     expected = (DEFAULT_USAGE["prompt"] * 0.30 + billed_out * 2.50) / 1e6
@@ -537,7 +546,8 @@ def test_gemini_probe_reads_the_model_metadata_and_spends_no_tokens(fake: FakeGe
     assert fake.requests[0].headers["x-goog-api-key"] == KEY
     assert record.status is AttemptStatus.SUCCEEDED
     assert record.role == "preflight"
-    assert (record.usage.prompt_tokens, record.usage.output_tokens, record.cost_usd) == (0, 0, 0.0)
+    # Not billed, and at a loopback endpoint no price is known either: cost unknown.
+    assert (record.usage.prompt_tokens, record.usage.output_tokens, record.cost_usd) == (0, 0, None)
     assert record.response_blob is not None
     assert b"models/gemini-2.5-flash" in blobs.get(record.response_blob)
     assert journal.records == [record]

@@ -53,9 +53,11 @@ def test_static_dev_run_with_gemini_audits_every_attempt(tmp_path: Path) -> None
             output({"decision": "maybe", "reason": "off schema"}),
             *verdicts,
         )
+        # A loopback endpoint has no price of its own: the run gives one (USD per million).
         selection = select_provider(
-            "gemini", credential_file=key_file, credential_env=None, base_url=fake.base_url
-        )
+            "gemini", credential_file=key_file, credential_env=None, base_url=fake.base_url,
+            price_input=0.3, price_output=2.5,
+        )  # fmt: skip
         info = run_static(out, split="dev", selection=selection)
         requests = len(fake.requests)
     assert requests == 109  # 108 decisions + one identical retry

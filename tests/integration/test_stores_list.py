@@ -175,3 +175,18 @@ def test_stores_skips_a_create_cut_short(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["static", "run", "--split", "dev", "--out", str(partial)])
     assert done.exit_code == 0, done.output  # a whole store under a partial's name
     assert list_runs(tmp_path) == []
+
+
+def test_stores_with_no_stores_folder_lists_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "work"
+    here.mkdir()
+    _interrupted(here / "my-run", 3)
+    monkeypatch.setattr("harness.resources.default_stores_dir", lambda: tmp_path / "no-stores")
+    monkeypatch.chdir(here)
+    result = CliRunner().invoke(main, ["stores", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert listed["directory"] == str(here)
+    assert [run["id"] for run in listed["runs"]] == ["my-run"]

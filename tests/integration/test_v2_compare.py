@@ -135,3 +135,34 @@ def test_v2_compare_refuses_stores_of_different_schedules(
     assert result.exit_code != 0
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _pilot(root: Path, results: list[CellResult], rows: list[dict[str, Any]] | None = None) -> Path:
+    plain = rows or [
+        {"cell_id": r.cell_id, "task_id": r.task_id, "policy": r.policy} for r in results
+    ]
+    label = {"limit": len(results), "cells": [], "rows": len(results), "of": 24}
+    with RunStore.create(
+        root, encode_lock(build_lock()), plain, identity={"provider": OPENAI, "pilot": label}
+    ) as writer:
+        for index, result in enumerate(results):
+            writer.commit_cell(index, msgspec.to_builtins(result), [])
+    finalize_store(root)
+    return root
+
+
+def test_v2_compare_pairs_a_pilot_with_the_same_cells_of_a_full_run(
+    stores: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, _ = stores
+    pilot = _pilot(tmp_path / "pilot", _b_results()[:10])
+    c = compare_stores(a, pilot, CONFIG_PATH)
+    assert c.paired_cells == 10
+    # A pilot whose rows differ from the full run's for the same cell is not paired.
+    results = _b_results()[:10]
+    rows = [
+        {"cell_id": r.cell_id, "task_id": r.task_id, "policy": r.policy, "seed": 9} for r in results
+    ]
+    other = _pilot(tmp_path / "other", results, rows)
+    with pytest.raises(StudyReportError, match=r"with different schedule rows"):
+        compare_stores(a, other, CONFIG_PATH)

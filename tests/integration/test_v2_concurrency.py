@@ -156,7 +156,7 @@ def test_staged_attempts_of_a_dead_session_bind_as_orphaned(tmp_path: Path) -> N
     rows = plain_rows(reduced(2))
     store = tmp_path / "store"
     writer = RunStore.create(store, b"lock", rows)
-    writer.stage_begin(_intent(rows[1]["cell_id"]))  # a cell that never committed
+    writer.stage_begin(_intent(rows[1]["cell_id"]), row=1)  # a cell that never committed
     writer.close()  # the session dies with the attempt staged
     assert (store / "staging.log").exists()
     resumed = RunStore.open_for_resume(store, b"lock", rows)

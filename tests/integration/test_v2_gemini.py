@@ -85,9 +85,11 @@ def test_v2_cell_through_gemini_is_audited_and_accepted_by_ect(tmp_path: Path) -
             output({"action": "maybe", "message": "off schema"}),
             output(complete),
         )
+        # A loopback endpoint has no price of its own: the run gives one (USD per million).
         selection = select_provider(
-            "gemini", credential_file=key_file, credential_env=None, base_url=fake.base_url
-        )
+            "gemini", credential_file=key_file, credential_env=None, base_url=fake.base_url,
+            price_input=0.3, price_output=2.5,
+        )  # fmt: skip
         provider = open_provider(selection)
         writer = RunStore.create(
             store,

@@ -90,10 +90,15 @@ def test_v2_show_refuses_a_cell_not_committed(run: Path) -> None:
     code, out, err = _invoke("v2", "show", str(run), "w10-lookup.clean.ect.s9")
     assert code == 2
     assert out == ""
-    assert err == (
+    assert err.startswith(
         f"error: store {run} holds no committed cell w10-lookup.clean.ect.s9 "
-        "(8 of 8 cells committed)\n"
+        "(8 of 8 cells committed; did you mean "
     )
+    near = err.split("did you mean ", 1)[1].split("?", 1)[0].split(", ")
+    assert 1 <= len(near) <= 3
+    assert near[0].startswith("w10-lookup.")  # the nearest ids first
+    assert err.endswith(f"`harness v2 cells {run}` lists them)\n")
+    assert err.count("\n") == 1
 
 
 def test_v2_cells_lists_and_filters(run: Path) -> None:
@@ -149,7 +154,7 @@ def test_v2_show_and_cells_on_a_partial_store(tmp_path: Path) -> None:
     assert "note: the frozen study config does not generate this task" in out
     code, _, err = _invoke("v2", "show", str(tmp_path / "run"), ids[5])
     assert code == 2
-    assert "(5 of 24 cells committed)" in err
+    assert "(5 of 24 cells committed; did you mean " in err
     code, out, _ = _invoke("v2", "cells", str(tmp_path / "run"))
     assert len(out.splitlines()) == 5
 

@@ -51,3 +51,51 @@ def test_progress_off_a_terminal_writes_a_summary_line_per_n_cells() -> None:
         "10/10",
     ]
     assert "\r" not in stream.getvalue()
+
+
+def test_a_warning_ends_the_live_line_instead_of_gluing_onto_it() -> None:
+    from harness.log import configure, get_logger
+
+    stream = io.StringIO()
+    progress = Progress(stream, total=10, done=0, live=True)
+    progress.start("w01-lookup.clean.ect.s1")
+    configure(verbose=0)
+    import structlog
+
+    captured = io.StringIO()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=captured))
+    try:
+        get_logger("test").warning("provider.slow")
+    finally:
+        configure(verbose=0)
+    assert stream.getvalue().endswith("\n")  # the live line was ended first
+    assert "provider.slow" in captured.getvalue()
+    progress.close()
+    before = stream.getvalue()
+    get_logger("test").warning("after.close")
+    assert stream.getvalue() == before  # the hook is gone with the line
+
+
+def test_an_unpriced_run_shows_cost_unknown_never_zero() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream, total=2, done=0, live=False, every=1, priced=False)
+    progress.finish(provider_calls=2, tokens=1000, cost_usd=0.0)
+    assert "cost unknown" in stream.getvalue()
+    assert "$0.0000" not in stream.getvalue()
+
+
+def test_a_python_warning_ends_the_live_line_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    shown: list[str] = []
+    monkeypatch.setattr(
+        warnings, "showwarning", lambda message, *_a, **_k: shown.append(str(message))
+    )
+    stream = io.StringIO()
+    progress = Progress(stream, total=10, done=0, live=True)
+    progress.start("w01-lookup.clean.ect.s1")
+    warnings.showwarning("an SDK says something", UserWarning, "sdk.py", 1)
+    assert stream.getvalue().endswith("\n")  # the live line ended before the warning
+    assert shown == ["an SDK says something"]
+    progress.close()
+    assert warnings.showwarning != progress._warning  # restored with the line

@@ -22,12 +22,14 @@ from harness.providers.selection import (
     provider_options,
     resume_provider_options,
 )
+from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.static.records import StudySplit
 from harness.studies.static.run import (
     STUDY_SPLITS,
     Progress,
     ProgressFactory,
+    RunControls,
     StaticOutcome,
     default_store_dir,
     resume_static,
@@ -50,6 +52,21 @@ def _bar(length: int) -> Iterator[Progress]:
 def _progress() -> ProgressFactory | None:
     # Off a terminal a bar is one bare label line: the closing summary says it all there.
     return _bar if verbosity() >= 0 and sys.stderr.isatty() else None
+
+
+def _controls(max_rpm: int | None, max_tpm: int | None, assume_yes: bool) -> RunControls:
+    """V2's cost question, circuit breaker (its frozen K) and pacing, for a static run."""
+    from harness.resources import data_path
+    from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config
+
+    config, _ = load_config(data_path(DEFAULT_CONFIG_PATH))
+    return RunControls(
+        breaker_limit=config.circuit_breaker.consecutive_infrastructure_failures,
+        confirm=confirm(assume_yes),
+        stream=sys.stderr,
+        show=verbosity() >= 0,
+        pacing=pacing_of(max_rpm, max_tpm),
+    )
 
 
 def _echo(outcome: StaticOutcome) -> None:
@@ -89,12 +106,17 @@ def _echo(outcome: StaticOutcome) -> None:
     "it exists and is not empty.",
 )
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
+@pacing_options
+@yes_option
 @click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
 def run_cmd(
     provider: ProviderSelection,
     split: StudySplit,
     out: Path | None,
     lock_path: Path | None,
+    max_rpm: int | None,
+    max_tpm: int | None,
+    assume_yes: bool,
     require_environment: bool,
 ) -> None:
     """Run the seven termination policies and the ECT ablations over the static grid.
@@ -111,6 +133,7 @@ def run_cmd(
         selection=provider,
         lock_path=lock_path,
         progress=_progress(),
+        controls=_controls(max_rpm, max_tpm, assume_yes),
         require_environment=require_environment,
     )
     _echo(outcome)
@@ -120,9 +143,17 @@ def run_cmd(
 @click.argument("store_dir", metavar="STORE", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @resume_provider_options
+@pacing_options
+@yes_option
 @click.option("--require-environment", is_flag=True, help=REQUIRE_ENVIRONMENT_HELP)
 def resume_cmd(
-    store_dir: Path, lock_path: Path | None, provider: ProviderFlags, require_environment: bool
+    store_dir: Path,
+    lock_path: Path | None,
+    provider: ProviderFlags,
+    max_rpm: int | None,
+    max_tpm: int | None,
+    assume_yes: bool,
+    require_environment: bool,
 ) -> None:
     """Continue a static store from its verified prefix and finalize it.
 
@@ -136,6 +167,7 @@ def resume_cmd(
         flags=provider,
         lock_path=lock_path,
         progress=_progress(),
+        controls=_controls(max_rpm, max_tpm, assume_yes),
         require_environment=require_environment,
     )
     _echo(outcome)

@@ -32,14 +32,16 @@ This module runs the study and writes records; it computes no endpoint (``report
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shlex
 import signal
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TextIO
 
 import msgspec
 import trio
@@ -47,6 +49,7 @@ import trio
 from harness.benchmark.build import Benchmark, benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.errors import (
+    BreakerTrippedError,
     FastPathInvariantError,
     ProviderSelectionError,
     StaticStudyError,
@@ -79,19 +82,28 @@ from harness.providers.config import (
     default_generation_config,
 )
 from harness.providers.kinds import ProviderName
+from harness.providers.pacing import Pacing, paced
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
     ProviderFlags,
     ProviderSelection,
     open_provider,
     provider_identity,
+    run_price,
     selection_for_resume,
 )
 from harness.resources import data_path, default_stores_dir
 from harness.safeio import MAX_READ, read_input, read_regular
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
-from harness.studies._store_audit import StoreAudit, outage, raise_if_stopped, refuse_key
+from harness.studies._cost import CallPlan, announce, estimate
+from harness.studies._store_audit import (
+    Breaker,
+    StoreAudit,
+    outage,
+    raise_if_stopped,
+    refuse_key,
+)
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.provenance import session_environment
 from harness.studies.static.records import (
@@ -115,7 +127,9 @@ __all__ = [
     "POLICY_LABELS",
     "STUDY_SPLITS",
     "DecisionRecord",
+    "STATIC_PROFILE",
     "Progress",
+    "RunControls",
     "StaticOutcome",
     "decide_all",
     "decide_snapshot",
@@ -325,12 +339,64 @@ class StaticOutcome:
     complete: bool = False
 
 
+@dataclass(frozen=True)
+class RunControls:
+    """How a real-provider run is asked for and kept in bounds (the same as V2's).
+
+    Attributes:
+        breaker_limit: the circuit breaker's K (consecutive infrastructure failures that stop
+            the run; the command line passes the frozen V2 config's value).
+        confirm: asked after the cost estimate whether to go on (None: go on).
+        stream: where the estimate goes; ``show``: print it (not with -q, unless asked).
+        pacing: ``--max-rpm``/``--max-tpm``.
+    """
+
+    breaker_limit: int = 5
+    confirm: Callable[[Sequence[str]], bool] | None = None
+    stream: TextIO | None = None
+    show: bool = False
+    pacing: Pacing = field(default_factory=Pacing)
+
+
+STATIC_PROFILE: Final = CallPlan(calls=(1, 1.0, 2), prompt_tokens=(595, 1149.5, 5070),
+                                 output_tokens=(16, 18.6, 60), output_budget=0)  # fmt: skip
+"""Per snapshot: the full-trace critic's one call (two with its pre-output retry), its prompt
+and output tokens (min, mean, max), measured on a simulated heldout run (324 snapshots: the
+simulated provider counts characters / chars_per_token, the sizes a real model is sent; the
+maximum doubled for the retry). The critic core decides every static snapshot on its fast path
+(``FastPathInvariantError`` otherwise) and asks no model."""
+
+
+def _announce(
+    selection: ProviderSelection, config: GenerationConfig, remaining: int, controls: RunControls
+) -> None:
+    """The cost estimate and the question before a real provider's first call.
+
+    Raises:
+        RunDeclinedError: the user said no; nothing was written.
+    """
+    if selection.provider is ProviderName.SIMULATED or remaining == 0:
+        return
+    plan = dataclasses.replace(STATIC_PROFILE, output_budget=config.gemini.critic.max_output_tokens)
+    guess = estimate(
+        [plan] * remaining,
+        run_price(selection, config),
+        unit="snapshot",
+        max_cells=1,
+        max_rpm=controls.pacing.max_rpm,
+        max_tpm=controls.pacing.max_tpm,
+    )
+    stream = controls.stream if controls.stream is not None else sys.stderr
+    announce(guess, stream, show=controls.show, confirm=controls.confirm)
+
+
 class _StoreAudit(StoreAudit):
     """The run store as the critics' attempt journal and blob sink; ``ended`` collects the
     snapshot's ended attempts: its audit group."""
 
-    def __init__(self, store: RunStore) -> None:
-        super().__init__(store)
+    def __init__(self, store: RunStore, breaker: Breaker) -> None:
+        super().__init__(store, breaker)
+        self.breaker = breaker
         self.ended: list[AttemptRecord] = []
 
     def end(self, record: AttemptRecord) -> None:
@@ -374,8 +440,16 @@ async def _commit_snapshots(
         for index in range(writer.next_row_index, len(snapshots)):
             snapshot = snapshots[index]
             sink.ended.clear()
-            decisions = await decide_snapshot(snapshot, policies)
+            try:
+                decisions = await decide_snapshot(snapshot, policies)
+            except BreakerTrippedError:
+                decisions = ()
             attempts = list(sink.ended)
+            if sink.breaker.tripped is not None:
+                # K consecutive infrastructure failures: the snapshot in flight is dropped
+                # (its attempts are journaled; resume binds them) and the run stops.
+                session.outage = sink.breaker.tripped
+                break
             why = outage(attempts)
             if why is not None:
                 session.outage = (
@@ -422,11 +496,12 @@ def _drive(
     progress: ProgressFactory | None,
     handle_signals: bool,
     orphans: int,
+    breaker_limit: int,
 ) -> StaticOutcome:
     """Run the remaining snapshots into ``writer``; finalize when all are committed."""
     store_dir = writer.root
     refuse_key(writer, provider)
-    sink = _StoreAudit(writer)
+    sink = _StoreAudit(writer, Breaker(breaker_limit))
     policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
     session = _Session()
     begun = writer.next_row_index
@@ -520,6 +595,7 @@ def run_static(
     lock_path: Path | None = None,
     progress: ProgressFactory | None = None,
     handle_signals: bool = True,
+    controls: RunControls | None = None,
     require_environment: bool = False,
 ) -> StaticOutcome:
     """Run the static study into a new store at ``out`` and finalize it.
@@ -531,12 +607,14 @@ def run_static(
         lock_path: the study lock genesis binds (default: ``schedules/study-lock.json``).
         progress: see ``ProgressFactory``.
         handle_signals: stop cleanly on SIGINT/SIGTERM (needs the main thread).
+        controls: the cost question, the circuit breaker, pacing (``RunControls``).
         require_environment: refuse to start when the environment differs from the lock's
             reference (otherwise it is only recorded, in genesis).
 
     Raises:
         StoreExistsError: when ``out`` exists and is not empty (checked first).
         EnvironmentMismatchError: ``require_environment`` and the environment differs.
+        RunDeclinedError: the user declined at the cost estimate; nothing was written.
         ProviderSelectionError: a planner plug-in was given (the static study has no planner).
         ManifestMismatchError: when the benchmark differs from its pinned manifest.
         CredentialError: when the credential source is unusable.
@@ -567,8 +645,11 @@ def run_static(
         critic_core_seed=CRITIC_CORE_SEED,
         full_trace_critic_seed=FULL_TRACE_CRITIC_SEED,
     )
+    controls = controls or RunControls()
     provider = open_provider(selection)
     try:
+        # After the credential is read, before anything is written or asked of the model.
+        _announce(selection, config, len(snapshots), controls)
         writer = RunStore.create(
             out,
             lock_bytes,
@@ -582,13 +663,14 @@ def run_static(
             writer,
             snapshots=snapshots,
             selection=selection,
-            provider=provider,
+            provider=paced(provider, controls.pacing),
             config=config,
             gold={t.task_id: t.gold for t in bench.tasks if t.split == split},
             lock_path=lock_path,
             progress=progress,
             handle_signals=handle_signals,
             orphans=0,
+            breaker_limit=controls.breaker_limit,
         )
     finally:
         _close(provider)
@@ -601,6 +683,7 @@ def resume_static(
     lock_path: Path | None = None,
     progress: ProgressFactory | None = None,
     handle_signals: bool = True,
+    controls: RunControls | None = None,
     require_environment: bool = False,
 ) -> StaticOutcome:
     """Continue a static store from its verified prefix and finalize it.
@@ -660,33 +743,40 @@ def resume_static(
     environment = session_environment(
         lock_bytes, str(lock), resume_of=store_dir, require=require_environment
     )
-    resumed = RunStore.open_for_resume(
-        store_dir,
-        lock_bytes,
-        snapshot_rows(snapshots),
-        result_type=StaticCellResult,
-        attempt_type=AttemptRecord,
-        environment=environment,
-    )
-    provider: Provider | None = None
+    controls = controls or RunControls()
+    provider = open_provider(selection)
+    try:
+        _announce(selection, config, len(snapshots) - report.cells, controls)
+        resumed = RunStore.open_for_resume(
+            store_dir,
+            lock_bytes,
+            snapshot_rows(snapshots),
+            result_type=StaticCellResult,
+            attempt_type=AttemptRecord,
+            environment=environment,
+        )
+    except BaseException:
+        _close(provider)
+        raise
     try:
         _supersede_partial_report(store_dir)
-        provider = open_provider(selection)
     except BaseException:
         resumed.writer.close()
+        _close(provider)
         raise
     try:
         return _drive(
             resumed.writer,
             snapshots=snapshots,
             selection=selection,
-            provider=provider,
+            provider=paced(provider, controls.pacing),
             config=config,
             gold={t.task_id: t.gold for t in bench.tasks if t.split == identity.split},
             lock_path=lock_path,
             progress=progress,
             handle_signals=handle_signals,
             orphans=len(resumed.orphaned_attempts),
+            breaker_limit=controls.breaker_limit,
         )
     finally:
         _close(provider)

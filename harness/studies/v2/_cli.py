@@ -9,7 +9,7 @@ the main CLI with their exit codes. Progress goes to stderr; the final summary t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -25,6 +25,7 @@ from harness.providers.selection import (
 )
 from harness.store import VerifyStatus
 from harness.store._cli import EXIT_IN_PROGRESS
+from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.v2.study import (
     Outcome,
@@ -59,28 +60,12 @@ def _max_cells_option(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
-def _yes_option(f: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--yes",
-        "assume_yes",
-        is_flag=True,
-        help="Skip the question after a real provider's cost estimate.",
-    )(f)
-
-
 def _require_environment_option(f: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--require-environment",
         is_flag=True,
         help=REQUIRE_ENVIRONMENT_HELP,
     )(f)
-
-
-def _confirm(assume_yes: bool) -> Callable[[Sequence[str]], bool] | None:
-    """Ask to continue after the cost estimate only when stdin is a terminal."""
-    if assume_yes or not sys.stdin.isatty():
-        return None
-    return lambda _lines: click.confirm("continue with these provider calls?", err=True)
 
 
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
@@ -134,7 +119,8 @@ def _echo_outcome(store: Path, outcome: Outcome) -> None:
     multiple=True,
     help="Pilot: only cells whose id matches this glob (repeatable; a pilot store).",
 )
-@_yes_option
+@pacing_options
+@yes_option
 @_require_environment_option
 def run_cmd(
     store_dir: Path | None,
@@ -143,6 +129,8 @@ def run_cmd(
     max_cells: int,
     limit: int | None,
     cell_patterns: tuple[str, ...],
+    max_rpm: int | None,
+    max_tpm: int | None,
     assume_yes: bool,
     require_environment: bool,
 ) -> None:
@@ -163,7 +151,8 @@ def run_cmd(
         max_cells=max_cells,
         limit=limit,
         cells=cell_patterns,
-        confirm=_confirm(assume_yes),
+        confirm=confirm(assume_yes),
+        pacing=pacing_of(max_rpm, max_tpm),
         require_environment=require_environment,
     )
     _echo_outcome(store, outcome)
@@ -174,13 +163,16 @@ def run_cmd(
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None, help=_LOCK_HELP)
 @resume_provider_options
 @_max_cells_option
-@_yes_option
+@pacing_options
+@yes_option
 @_require_environment_option
 def resume_cmd(
     store_dir: Path,
     lock_path: Path | None,
     provider: ProviderFlags,
     max_cells: int,
+    max_rpm: int | None,
+    max_tpm: int | None,
     assume_yes: bool,
     require_environment: bool,
 ) -> None:
@@ -198,7 +190,8 @@ def resume_cmd(
         lock_path=lock_path,
         show_progress=verbosity() >= 0,
         max_cells=max_cells,
-        confirm=_confirm(assume_yes),
+        confirm=confirm(assume_yes),
+        pacing=pacing_of(max_rpm, max_tpm),
         require_environment=require_environment,
     )
     _echo_outcome(store_dir, outcome)

@@ -7,7 +7,8 @@ both, FC on clean checkpoints, R on incomplete), each with a task-cluster bootst
 (``harness.analysis.cluster_bootstrap_difference``, the frozen replicates, seed and level of the
 study config): a resampled task keeps all of its cells of both stores together.
 
-Only cells committed in both stores are paired (a partial store is compared on what it has,
+Only cells committed in both stores are paired (a pilot is paired with the same cells of a full
+run, its rows being the full schedule's; a partial store is compared on what it has,
 and says so). Each store is verified and its config binding checked exactly as ``v2 report``
 does; nothing is written.
 """
@@ -170,7 +171,8 @@ def compare_stores(a_root: Path, b_root: Path, config_path: Path) -> Comparison:
     config, _ = bound_config(a_root, config_path)
     bound_config(b_root, config_path)  # the same frozen config binds both stores
     params = config.analysis
-    if a_view.report.schedule_digest != b_view.report.schedule_digest:
+    pilot = a_view.pilot is not None or b_view.pilot is not None
+    if a_view.report.schedule_digest != b_view.report.schedule_digest and not pilot:
         raise StudyReportError(
             f"stores {a_root} and {b_root} ran different schedules "
             f"({a_view.report.schedule_digest} and {b_view.report.schedule_digest}): "
@@ -179,6 +181,17 @@ def compare_stores(a_root: Path, b_root: Path, config_path: Path) -> Comparison:
     a_cells = {r.cell_id: r for r in a_results}
     b_cells = {r.cell_id: r for r in b_results}
     common = sorted(set(a_cells) & set(b_cells))
+    if pilot:
+        # A pilot binds a subset of the schedule: its cells pair with the same rows of the
+        # other store, and only when each common cell's row is byte for byte the same.
+        a_rows = {str(c.row.get("cell_id")): c.row for c in a_view.cells}
+        b_rows = {str(c.row.get("cell_id")): c.row for c in b_view.cells}
+        differ = [c for c in common if a_rows.get(c) != b_rows.get(c)]
+        if differ:
+            raise StudyReportError(
+                f"stores {a_root} and {b_root} hold cell {differ[0]} with different schedule "
+                "rows: nothing to pair"
+            )
     if not common:
         raise StudyReportError(f"stores {a_root} and {b_root} have no committed cell in common")
     return Comparison(

@@ -8,10 +8,10 @@ carries the label in its genesis identity under ``pilot`` (``PilotLabel``): ``v2
 it from there and continues the same rows, so a pilot can never be resumed into the full study;
 ``store finalize --expect-cells`` refuses it; ``v2 status`` and ``v2 report`` say PILOT.
 
-``estimate`` is the cost of the planned cells before the first provider call: provider calls,
-tokens and cost as a range, from the per-arm request sizes of the simulated run
-(``SIMULATED_PROFILE``, measured by ``scripts/bench_concurrency.py --profile``) and the price
-table of the frozen generation config. It runs nothing.
+``call_plans`` is what the planned cells ask of the provider, for the cost estimate before the
+first provider call (``harness.studies._cost``): provider calls and tokens per cell from the
+per-arm request sizes of the simulated run (``SIMULATED_PROFILE``, measured by
+``scripts/bench_concurrency.py --profile``) and the frozen output budgets. It runs nothing.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from dataclasses import dataclass
 from typing import Final
 
 from harness.errors import V2StudyError
-from harness.providers.config import PriceTable
+from harness.providers.config import GeminiSettings
 from harness.run_identity import PILOT_KEY, PilotLabel, pilot_label
+from harness.studies._cost import CallPlan
 from harness.studies.v2.schedule import Row
 
 __all__ = [
     "PILOT_KEY",
     "SIMULATED_PROFILE",
     "ArmProfile",
-    "Estimate",
     "PilotLabel",
-    "estimate",
+    "call_plans",
     "pilot_label",
     "select_rows",
 ]
@@ -88,60 +88,16 @@ SIMULATED_PROFILE: Final[dict[str, ArmProfile]] = {
 }
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """The planned cells and the range of what they may cost."""
-
-    cells: int
-    calls: tuple[int, int, int]
-    tokens: tuple[int, int, int]
-    cost: tuple[float, float, float]
-    currency: str
-    wall_seconds: tuple[float, float]
-
-    def lines(self, max_cells: int, latency_s: float) -> list[str]:
-        """The estimate as console lines."""
-        low_c, mid_c, high_c = self.cost
-        return [
-            f"planned: {self.cells} cells, {self.calls[0]}-{self.calls[2]} provider calls "
-            f"(about {self.calls[1]})",
-            f"tokens: {self.tokens[0]:,}-{self.tokens[2]:,} (about {self.tokens[1]:,}); cost "
-            f"{low_c:.2f}-{high_c:.2f} {self.currency} (about {mid_c:.2f}; thinking tokens "
-            "billed as output are not in this estimate)",
-            f"wall time at --max-cells {max_cells} and {latency_s:g} s per call: "
-            f"{_clock(self.wall_seconds[0])}-{_clock(self.wall_seconds[1])}",
-        ]
-
-
-def _clock(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
-
-
-def estimate(
-    rows: Sequence[Row], price: PriceTable, *, max_cells: int, latency_s: float
-) -> Estimate:
-    """The range of provider calls, tokens, cost and wall time of running ``rows``."""
-    calls = [0, 0.0, 0]
-    tokens = [0, 0.0, 0]
-    cost = [0.0, 0.0, 0.0]
-    for row in rows:
-        arm = SIMULATED_PROFILE[row.policy]
-        for slot in range(3):
-            calls[slot] += arm.calls[slot]
-            prompt, output = arm.prompt_tokens[slot], arm.output_tokens[slot]
-            tokens[slot] += prompt + output
-            cost[slot] += (
-                prompt * price.input_per_million + output * price.output_per_million
-            ) / 1e6
-    lanes = max(1, min(max_cells, len(rows)))
-    wall = (calls[0] * latency_s / lanes, calls[2] * latency_s / lanes)
-    return Estimate(
-        cells=len(rows),
-        calls=(int(calls[0]), round(calls[1]), int(calls[2])),
-        tokens=(int(tokens[0]), round(tokens[1]), int(tokens[2])),
-        cost=(cost[0], cost[1], cost[2]),
-        currency=price.currency,
-        wall_seconds=wall,
-    )
+def call_plans(rows: Sequence[Row], limits: GeminiSettings) -> list[CallPlan]:
+    """What each row asks of the provider (``SIMULATED_PROFILE`` of its arm), with the largest
+    output one call may bill under the frozen limits (thinking counts against it)."""
+    budget = max(limits.planner.max_output_tokens, limits.critic.max_output_tokens)
+    return [
+        CallPlan(
+            calls=SIMULATED_PROFILE[row.policy].calls,
+            prompt_tokens=SIMULATED_PROFILE[row.policy].prompt_tokens,
+            output_tokens=SIMULATED_PROFILE[row.policy].output_tokens,
+            output_budget=budget,
+        )
+        for row in rows
+    ]

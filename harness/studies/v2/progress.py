@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Final, TextIO
+import warnings
+from typing import Any, Final, TextIO
+
+from harness.log import before_log_line
 
 __all__ = ["Progress"]
 
@@ -44,10 +47,18 @@ class Progress:
         done: cells already committed when this session started.
         live: redraw one line in place (a terminal) instead of writing periodic lines.
         every: with ``live`` off, write a line every this many cells.
+        priced: the run has a price table; without one the cost shows as unknown, never $0.
     """
 
     def __init__(
-        self, stream: TextIO, *, total: int, done: int, live: bool, every: int = 48
+        self,
+        stream: TextIO,
+        *,
+        total: int,
+        done: int,
+        live: bool,
+        every: int = 48,
+        priced: bool = True,
     ) -> None:
         self._stream = stream
         self._total = total
@@ -55,6 +66,7 @@ class Progress:
         self._start_done = done
         self._live = live
         self._every = max(1, every)
+        self._priced = priced
         self._started = time.monotonic()
         self.provider_calls = 0
         self.tokens = 0
@@ -63,17 +75,35 @@ class Progress:
         self.streak = 0
         self._current = ""
         self._written = -1
+        self._drawn = False  # a live line is on the terminal, not ended by a newline
+        self._show_warning = warnings.showwarning
+        if live:
+            # Log lines and Python warnings (an SDK's) end the live line before they print.
+            before_log_line(self._end_line)
+            warnings.showwarning = self._warning
+
+    def _warning(self, *args: Any, **kwargs: Any) -> None:
+        self._end_line()
+        self._show_warning(*args, **kwargs)
+
+    def _end_line(self) -> None:
+        """End the live line before a log line is written under it."""
+        if self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._drawn = False
 
     def _line(self) -> str:
         filled = _BAR * self._done // max(1, self._total)
         session = self._done - self._start_done
         elapsed = time.monotonic() - self._started
         eta = _clock(elapsed / session * (self._total - self._done)) if session else "?"
+        cost = f"${self.cost_usd:.4f}" if self._priced else "unknown"
         return (
             f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} cells"
             f" | {self._current or '-'} | provider calls {self.provider_calls}"
             f" | failed {self.failed}{f' (streak {self.streak})' if self.streak else ''}"
-            f" | tokens {_tokens(self.tokens)} | cost ${self.cost_usd:.4f}"
+            f" | tokens {_tokens(self.tokens)} | cost {cost}"
             f" | elapsed {_clock(elapsed)} | ETA {eta}"
         )
 
@@ -85,6 +115,7 @@ class Progress:
             if len(line) > width:
                 line = line[: width - 3] + "..."
             self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
+            self._drawn = not final
         else:
             self._stream.write(self._line() + "\n")
         self._stream.flush()
@@ -116,3 +147,6 @@ class Progress:
         self._current = "stopped" if self._done < self._total else "done"
         if self._live or self._written != self._done:
             self._write(final=True)
+        if self._live:
+            before_log_line(None)
+            warnings.showwarning = self._show_warning

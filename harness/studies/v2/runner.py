@@ -39,6 +39,7 @@ sandbox backend.
 
 from __future__ import annotations
 
+import shlex
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -205,9 +206,10 @@ async def _cells(
     """
     # With more than one cell in flight, attempts are staged (fsynced in staging.log) and
     # journaled when their cell commits: the journal and the chain are a sequential run's.
+    rows = {row.cell_id: index for index, row in enumerate(inputs.rows)}
     # Provider and tool calls get their own thread limiters, sized for N cells.
     capacity.install(max_cells)
-    audit_sink = StoreAudit(store, breaker, staged=max_cells > 1)
+    audit_sink = StoreAudit(store, breaker, rows=rows if max_cells > 1 else None)
     audit = Audit(journal=audit_sink, blobs=audit_sink)
     ready: dict[int, CellRun] = {}
     state = {"next": store.next_row_index, "running": 0}
@@ -374,12 +376,12 @@ def existing_cells(root: Path) -> int | None:
         return None
 
 
-def refuse_existing(root: Path, resume_hint: str = "") -> None:
+def refuse_existing(root: Path, again: str = "") -> None:
     """``v2 run`` never writes into an existing store or a directory holding anything else.
 
     Args:
         root: the ``--store`` directory.
-        resume_hint: options to append to the suggested resume command (the credential).
+        again: the exact command that continues it (credential and lock options included).
 
     Raises:
         StoreHasCellsError: a store exists at ``root`` (finalized: see its report; else resume).
@@ -399,7 +401,7 @@ def refuse_existing(root: Path, resume_hint: str = "") -> None:
             f"{root} already holds a finalized run store ({report.cells} cells, manifest "
             f"{report.manifest_digest}); see its results with `harness v2 report {root}`"
         )
-    command = " ".join(part for part in ("harness v2 resume", str(root), resume_hint) if part)
+    command = again or f"harness v2 resume {shlex.quote(str(root))}"
     raise StoreHasCellsError(
         f"{root} already holds a run store with {report.cells} committed cells; "
         f"continue it with `{command}`"

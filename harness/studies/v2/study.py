@@ -53,15 +53,17 @@ from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
+from harness.providers.pacing import Pacing, paced
 from harness.providers.protocol import Provider
 from harness.providers.selection import (
     ProviderFlags,
     ProviderIdentity,
     ProviderSelection,
-    credential_option,
     open_provider,
     probe_provider,
     provider_identity,
+    refuse_contradicting_flags,
+    run_price,
     select_from_flags,
     selection_for_resume,
 )
@@ -76,13 +78,20 @@ from harness.store import (
     finalize_store,
     read_store,
 )
+from harness.studies._cost import announce, estimate
 from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.provenance import session_environment
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
-from harness.studies.v2.pilot import PILOT_KEY, PilotLabel, estimate, pilot_label, select_rows
+from harness.studies.v2.pilot import (
+    PILOT_KEY,
+    PilotLabel,
+    call_plans,
+    pilot_label,
+    select_rows,
+)
 from harness.studies.v2.progress import Progress
 from harness.studies.v2.runner import (
     RunReport,
@@ -277,6 +286,7 @@ def execute(
     limit: int | None = None,
     cells: Sequence[str] = (),
     confirm: Callable[[Sequence[str]], bool] | None = None,
+    pacing: Pacing | None = None,
     require_environment: bool = False,
 ) -> Outcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
@@ -286,10 +296,12 @@ def execute(
     ``resume`` it may be the flags as given, and the store's genesis supplies the rest.
     ``max_cells`` cells run at once, committed in schedule order. ``limit`` and ``cells``
     make a pilot (``pilot.select_rows``; ``run`` only: resume reads the pilot from genesis).
-    Before a real provider is asked anything, the cost estimate is printed and ``confirm``
-    (when given) is asked whether to go on; False stops with nothing written. The session's
-    environment is recorded in the store; ``require_environment`` refuses to start when it
-    differs from the lock's reference or (resume) an earlier session's.
+    Once preflight has checked the credential, and before a real provider is asked anything
+    else, the cost estimate is printed and ``confirm`` (when given) is asked whether to go on;
+    False stops with nothing written (``RunDeclinedError``, exit 0). ``pacing`` keeps the
+    requests under the user's quota (``--max-rpm``/``--max-tpm``; recorded in ``run.log``).
+    The session's environment is recorded in the store; ``require_environment`` refuses to
+    start when it differs from the lock's reference or (resume) an earlier session's.
 
     Raises:
         StoreHasCellsError: ``run`` on a directory that already holds a store.
@@ -299,6 +311,7 @@ def execute(
         EnvironmentMismatchError: ``require_environment`` and the environment differs.
         ProviderOutageError: the circuit breaker stopped the run; committed cells are kept.
         RunStoppedError: SIGINT or SIGTERM stopped the run; committed cells are kept.
+        RunDeclinedError: the user declined at the cost estimate; nothing was written.
         HarnessError: any other expected failure (lock, config, schedule, store, sandbox).
     """
     config, rows, plain, schedule = _inputs(config_path, schedule_path)
@@ -312,6 +325,12 @@ def execute(
         # nothing recorded): StoreNotFoundError, before preflight.
         done = _finalized(store_dir)
         if done is not None:
+            # Nothing to run, but a flag that contradicts the store is refused as on a
+            # partial store (a typo must not pass silently because the store is sealed).
+            stored = stored_identity(read_store(store_dir))
+            flags = selection if isinstance(selection, ProviderFlags) else _flags_of(selection)
+            if stored is not None:
+                refuse_contradicting_flags(flags, stored, str(store_dir))
             return done
     if isinstance(selection, ProviderFlags):
         selection = (
@@ -330,7 +349,7 @@ def execute(
     if label is not None:
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
-        refuse_existing(store_dir, credential_option(selection))
+        refuse_existing(store_dir, resume_command(store_dir, selection, lock_path))
     lock_bytes = _read_lock(lock)
     environment = session_environment(
         lock_bytes, str(lock), resume_of=store_dir if resume else None, require=require_environment
@@ -338,18 +357,26 @@ def execute(
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
         stream.write(label.describe() + "\n")
-    if selection.provider is not ProviderName.SIMULATED:
-        begun = (existing_cells(store_dir) or 0) if resume else 0
-        _announce_cost(
-            rows[begun:], config, stream, max_cells, confirm, store_dir.name, show_progress
-        )
+    pacing = pacing or Pacing()
     backend = open_backend()
     probe = _Probe(selection, config)
     try:
         report = _preflight(preflight, lock, schedule, store_dir, selection, config, backend, probe)
         if probe.provider is None:  # preflight skipped the probe only when it failed
             raise V2StudyError("preflight did not open the provider")
-        provider = probe.provider
+        if selection.provider is not ProviderName.SIMULATED:
+            # After preflight: the key has been checked, and nothing is written yet.
+            begun = (existing_cells(store_dir) or 0) if resume else 0
+            guess = estimate(
+                call_plans(rows[begun:], config.generation_config.gemini),
+                run_price(selection, config.generation_config),
+                unit="cell",
+                max_cells=max_cells,
+                max_rpm=pacing.max_rpm,
+                max_tpm=pacing.max_tpm,
+            )
+            announce(guess, stream, show=show_progress, confirm=confirm)
+        provider = paced(probe.provider, pacing)
         inputs = prepare(config, rows)
         orphans = 0
         if resume:
@@ -382,9 +409,16 @@ def execute(
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
             preflight_blob = record_preflight(writer, report)
-            _log_session(store_dir, writer.next_row_index, len(rows), max_cells, resume)
+            _log_session(store_dir, writer.next_row_index, len(rows), max_cells, resume, pacing)
             progress = (
-                Progress(stream, total=len(rows), done=writer.next_row_index, live=stream.isatty())
+                Progress(
+                    stream,
+                    total=len(rows),
+                    done=writer.next_row_index,
+                    live=stream.isatty(),
+                    priced=selection.provider is ProviderName.SIMULATED
+                    or run_price(selection, config.generation_config) is not None,
+                )
                 if show_progress
                 else None
             )
@@ -432,14 +466,19 @@ Not part of the chain: nothing there can change a result, and the records stay b
 whatever ``--max-cells`` was."""
 
 
-def _log_session(store_dir: Path, first_row: int, rows: int, max_cells: int, resume: bool) -> None:
-    line = {
+def _log_session(
+    store_dir: Path, first_row: int, rows: int, max_cells: int, resume: bool, pacing: Pacing
+) -> None:
+    line: dict[str, Any] = {
         "session": "resume" if resume else "run",
         "started_utc": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "first_row": first_row,
         "rows": rows,
         "max_cells": max_cells,
     }
+    if pacing.active:
+        line["max_rpm"] = pacing.max_rpm
+        line["max_tpm"] = pacing.max_tpm
     try:
         with (store_dir / RUN_LOG).open("ab") as out:
             out.write(msgspec.json.encode(line) + b"\n")
@@ -461,34 +500,6 @@ def _pilot_rows(rows: tuple[Row, ...], label: PilotLabel | None) -> tuple[Row, .
     return chosen
 
 
-_NOMINAL_LATENCY_S: Final = 2.0
-
-
-def _announce_cost(
-    rows: Sequence[Row],
-    config: V2Config,
-    stream: TextIO,
-    max_cells: int,
-    confirm: Callable[[Sequence[str]], bool] | None,
-    name: str,
-    show: bool,
-) -> None:
-    """Print the cost estimate of a real-provider run (not with -q, unless a question follows);
-    stop when ``confirm`` says no."""
-    guess = estimate(
-        rows,
-        config.generation_config.gemini.price,
-        max_cells=max_cells,
-        latency_s=_NOMINAL_LATENCY_S,
-    )
-    lines = guess.lines(max_cells, _NOMINAL_LATENCY_S)
-    for line in lines if show or confirm is not None else ():
-        stream.write(f"estimate: {line}\n")
-    stream.flush()
-    if confirm is not None and not confirm(lines):
-        raise V2StudyError(f"stopped at the cost estimate; nothing was written ({name})")
-
-
 def _flags_of(selection: ProviderSelection) -> ProviderFlags:
     source = selection.credential
     return ProviderFlags(
@@ -499,6 +510,8 @@ def _flags_of(selection: ProviderSelection) -> ProviderFlags:
         model=selection.model,
         no_credential=selection.provider is ProviderName.OPENAI and source is None,
         planner=None if selection.planner is None else selection.planner.spec,
+        price_input=None if selection.price is None else selection.price.input_per_million,
+        price_output=None if selection.price is None else selection.price.output_per_million,
     )
 
 

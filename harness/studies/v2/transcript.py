@@ -24,6 +24,7 @@ writes; the hashed record format is read, never changed.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -471,9 +472,12 @@ def load_transcripts(
         by_id = {str(r.row.get("cell_id")): r for r in records}
         missing = [c for c in cell_ids if c not in by_id]
         if missing:
+            near = difflib.get_close_matches(missing[0], sorted(by_id), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise StudyReportError(
                 f"store {root} holds no committed cell {missing[0]} "
-                f"({view.report.cells} of {view.report.schedule_rows} cells committed)"
+                f"({view.report.cells} of {view.report.schedule_rows} cells committed{hint}; "
+                f"`harness v2 cells {root}` lists them)"
             )
         records = [by_id[c] for c in cell_ids]
     return transcripts_of(root, records, config_path)

@@ -1,0 +1,180 @@
+"""What a dead session's ``staging.log`` may add to the journal on resume: checked, never trusted.
+
+``staging.log`` lies outside the chain (concurrent cells stage their attempts there and journal
+them when the cell commits), so on resume every line is checked against the chain before it is
+bound:
+
+- shape: a begin line ``{"begin": k, "session": S, "row": r, "attempt": {...}}`` or an end
+  line ``{"end": k, "outcome": {...}, "blobs": [...]}``, plain JSON; only the last line may be
+  torn (a crash in its write); begin keys count up from 0; an end follows its own begin once;
+- chain position: ``S`` is the digest of the journal's last session entry (the dead session
+  staged it; a line of any other session is stale or forged);
+- cell: ``r`` is a schedule row, and its ``cell_id`` (when the row and the attempt have one) is
+  the attempt's;
+- request: the outcome agrees with the begun attempt on every field both carry (request hash,
+  cell, role, attempt index...), and every blob it lists is in the store.
+
+Then each staged attempt is either already in the journal (journaled by its session after the
+last session entry: its cell committed, or the commit or an earlier migration was cut short)
+or still to be journaled; an attempt of a committed row must be in the journal. Only attempts
+of uncommitted cells that the journal lacks are returned: each attempt is journaled once.
+
+Pure: bytes and chain facts in, attempts out; ``TamperError`` names the first bad line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence, Set
+from typing import Any, NamedTuple
+
+import msgspec
+
+from harness.canonical import NonCanonicalError, canonical_bytes
+from harness.errors import TamperError
+
+__all__ = ["StagedAttempt", "begin_line", "check_cell", "end_line", "staged_to_journal"]
+
+_BEGIN_KEYS = frozenset({"begin", "session", "row", "attempt"})
+_END_KEYS = frozenset({"end", "outcome", "blobs"})
+
+
+class StagedAttempt(NamedTuple):
+    """One staged attempt the journal still lacks: its attempt, outcome (None if it never
+    ended) and blobs."""
+
+    attempt: dict[str, Any]
+    outcome: dict[str, Any] | None
+    blobs: tuple[str, ...]
+
+
+def begin_line(key: int, session: str, row: int, attempt: Mapping[str, Any]) -> dict[str, Any]:
+    """The staging line of attempt ``key`` begun for schedule row ``row`` in ``session``."""
+    return {"begin": key, "session": session, "row": row, "attempt": dict(attempt)}
+
+
+def end_line(key: int, outcome: Mapping[str, Any], blobs: Sequence[str]) -> dict[str, Any]:
+    """The staging line of how attempt ``key`` ended."""
+    return {"end": key, "outcome": dict(outcome), "blobs": list(blobs)}
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _plain(value: object) -> bytes | None:
+    try:
+        return canonical_bytes(value)
+    except NonCanonicalError:
+        return None
+
+
+def check_cell(row: Mapping[str, Any], attempt: Mapping[str, Any]) -> str | None:
+    """Why ``attempt`` cannot belong to schedule ``row``, or None."""
+    cell, claimed = row.get("cell_id"), attempt.get("cell_id")
+    if cell is not None and claimed is not None and cell != claimed:
+        return f"is for cell {claimed!r}, but its row holds cell {cell!r}"
+    return None
+
+
+def _agree(attempt: Mapping[str, Any], outcome: Mapping[str, Any]) -> str | None:
+    for name, value in attempt.items():
+        if name in outcome and outcome[name] != value:
+            return f"its outcome's {name} differs from the begun attempt's"
+    return None
+
+
+def staged_to_journal(
+    data: bytes,
+    *,
+    session: str | None,
+    rows: Sequence[Mapping[str, Any]],
+    next_row: int,
+    blobs: Set[str],
+    journaled: Sequence[Mapping[str, Any]],
+    where: str,
+) -> list[StagedAttempt]:
+    """The staged attempts of ``data`` to journal as orphaned, in the order they were begun.
+
+    Args:
+        data: the bytes of ``staging.log``.
+        session: the digest of the journal's last session entry.
+        rows: the schedule rows; ``next_row``: the first row not committed.
+        blobs: the blobs in the store.
+        journaled: the attempts of the begin entries after the last session entry.
+        where: the store, for messages.
+
+    Raises:
+        TamperError: a line breaks a rule of the module docstring.
+    """
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    elif lines:
+        lines.pop()  # a torn last line: its write was cut by the crash, nothing was sent after
+
+    def bad(number: int, why: str) -> TamperError:
+        return TamperError(f"staging.log line {number} in {where} {why}; the store is refused")
+
+    begun: list[tuple[int, dict[str, Any]]] = []
+    ends: dict[int, tuple[dict[str, Any], tuple[str, ...]]] = {}
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            raise bad(number, "is not JSON") from None
+        if not isinstance(line, dict) or _plain(line) is None:
+            raise bad(number, "is not a plain JSON object")
+        if set(line) == _BEGIN_KEYS:
+            key, row, attempt = line["begin"], line["row"], line["attempt"]
+            if key != len(begun) or not _is_count(key):
+                raise bad(number, f"begins attempt {key!r}, not the next key {len(begun)}")
+            if line["session"] != session:
+                raise bad(number, "was not staged by the store's last session")
+            if not _is_count(row) or row >= len(rows):
+                raise bad(number, f"names row {row!r}, which the schedule does not have")
+            if not isinstance(attempt, dict):
+                raise bad(number, "holds an attempt that is not a JSON object")
+            mismatch = check_cell(rows[row], attempt)
+            if mismatch is not None:
+                raise bad(number, f"stages an attempt that {mismatch}")
+            begun.append((row, attempt))
+        elif set(line) == _END_KEYS:
+            key, outcome, listed = line["end"], line["outcome"], line["blobs"]
+            if not _is_count(key) or key >= len(begun) or key in ends:
+                raise bad(number, f"ends attempt {key!r}, which is not open")
+            if not isinstance(outcome, dict):
+                raise bad(number, "holds an outcome that is not a JSON object")
+            disagreement = _agree(begun[key][1], outcome)
+            if disagreement is not None:
+                raise bad(number, f"ends attempt {key}, but {disagreement}")
+            if not isinstance(listed, list) or not all(
+                isinstance(b, str) and b in blobs for b in listed
+            ):
+                raise bad(number, "lists a blob the store does not hold")
+            ends[key] = (outcome, tuple(listed))
+        elif set(line) == {"begin", "attempt"}:
+            raise bad(
+                number,
+                "was staged by an earlier harness version, without the chain position and row "
+                "resume checks",
+            )
+        else:
+            raise bad(number, "is neither a begin nor an end line")
+    in_journal = Counter(canonical_bytes(dict(attempt)) for attempt in journaled)
+    todo: list[StagedAttempt] = []
+    for key, (row, attempt) in enumerate(begun):
+        body = canonical_bytes(attempt)
+        if in_journal[body] > 0:
+            in_journal[body] -= 1
+            continue
+        if row < next_row:
+            raise TamperError(
+                f"staging.log in {where} stages attempt {key} of committed row {row}, which the "
+                "journal does not hold; the store is refused"
+            )
+        end = ends.get(key)
+        todo.append(
+            StagedAttempt(attempt, None if end is None else end[0], () if end is None else end[1])
+        )
+    return todo
