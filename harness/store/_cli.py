@@ -18,7 +18,7 @@ from harness.errors import InputError
 from harness.store._anchor import require_manifest, sign_manifest, verify_signature
 from harness.store._model import VerifyReport, VerifyStatus
 from harness.store._seal import finalize_store
-from harness.store._view import verify_store
+from harness.store._view import read_sealed
 
 __all__ = ["store_group"]
 
@@ -102,7 +102,8 @@ def verify_cmd(
     """
     if expected is not None and not is_digest(expected):
         raise InputError(f"--expect-manifest {expected!r} is not a digest `blake3:<64 hex>`")
-    report = verify_store(directory)
+    sealed = read_sealed(directory)
+    report = sealed.report
     if as_json:
         sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(report)) + b"\n")
         sys.stdout.flush()
@@ -113,7 +114,7 @@ def verify_cmd(
         click.echo(f"manifest matches the expected {expected}", err=True)
     if allowed_signers is not None:
         require_manifest(report, report.manifest_digest or "a manifest", directory)
-        principal = verify_signature(directory, allowed_signers, signer)
+        principal = verify_signature(directory, sealed, allowed_signers, signer)
         click.echo(f"manifest signature verifies: signed by {principal}", err=True)
     if report.status is VerifyStatus.OK and not report.finalized:
         sys.exit(EXIT_NOT_FINALIZED)
@@ -151,6 +152,6 @@ def sign_cmd(directory: Path, key: Path) -> None:
 
     Check it with `harness store verify DIR --allowed-signers FILE`.
     """
-    report = verify_store(directory)
-    path = sign_manifest(directory, report, key)
-    click.echo(f"signed manifest {report.manifest_digest}: {path}")
+    sealed = read_sealed(directory)
+    path = sign_manifest(directory, sealed, key)
+    click.echo(f"signed manifest {sealed.report.manifest_digest}: {path}")
