@@ -51,9 +51,10 @@ _POLICY = click.option(
 
 def _header(info: BackendInfo) -> str:
     abi = "n/a" if info.landlock_abi is None else str(info.landlock_abi)
+    cap = "" if info.task_cap is None else f"\ntask cap: {info.task_cap}"
     return (
         f"backend {info.backend}, tier {info.tier}, Landlock ABI {abi}\n"
-        f"profile {info.profile_path} {info.profile_digest}"
+        f"profile {info.profile_path} {info.profile_digest}{cap}"
     )
 
 
@@ -97,8 +98,15 @@ def probe_cmd(
         click.echo()
         click.echo(render_table(report))
         click.echo()
-        if report.ok:
+        skipped = [p.name for p in report.probes if p.verdict.value == "not_applicable"]
+        if report.ok and not skipped:
             click.echo(f"all {len(report.probes)} probes denied; positive control passed")
+        elif report.ok:
+            denied = len(report.probes) - len(skipped)
+            click.echo(
+                f"{denied} of {len(report.probes)} probes denied, not applicable here: "
+                f"{', '.join(skipped)}; positive control passed"
+            )
         else:
             bad = [p.name for p in report.probes if p.verdict.value in ("allowed", "inconclusive")]
             control = report.positive_control.verdict.value
@@ -168,6 +176,8 @@ def describe_cmd(tier: str | None, policy_path: Path | None, spawn: bool) -> Non
     info = backend.describe()
     backend.close()
     click.echo(msgspec.json.format(canonical_bytes(info), indent=2).decode())
+    if info.limits is not None and info.limits.get("tasks") is None:
+        click.echo(f"warning: tier {info.tier} has no task cap: {info.task_cap}", err=True)
 
 
 @sandbox_group.command("check-profile")

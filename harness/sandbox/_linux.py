@@ -21,7 +21,7 @@ from typing import Any, Final
 from harness.log import get_logger
 from harness.sandbox import _confine
 from harness.sandbox._backend import ChildBackend, Limits
-from harness.sandbox._policy import LoadedPolicy, instantiate_tier
+from harness.sandbox._policy import NO_TASK_CAP, LoadedPolicy, instantiate_tier
 from harness.sandbox._result import BackendInfo, RunResult
 from harness.sandbox._runner import child_env
 from harness.sandbox._zygote_client import Zygote, ZygoteDiedError
@@ -204,4 +204,7 @@ class LinuxBackend(ChildBackend):
             limits=dict(self._limits),
             scopes=dict(self._scopes),
             mode=self.mode,
+            task_cap=NO_TASK_CAP
+            if self._limits["tasks"] is None
+            else f"{self._limits['tasks']} (RLIMIT_NPROC in the call's own user namespace)",
         )

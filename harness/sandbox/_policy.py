@@ -23,6 +23,7 @@ from harness.resources import data_path
 
 __all__ = [
     "LINUX_POLICY_SCHEMA",
+    "NO_TASK_CAP",
     "LandlockSpec",
     "LimitsSpec",
     "LinuxPolicy",
@@ -45,6 +46,11 @@ MAX_POLICY_BYTES: Final = 1 << 20
 Namespace = Literal["user", "net", "mount", "ipc", "uts", "pid"]
 Scope = Literal["abstract_unix_socket", "signal"]
 _PLACEHOLDERS: Final = frozenset({"{interpreter_prefix}", "{tool_code}"})
+NO_TASK_CAP: Final = (
+    "none: this tier cannot cap a call's threads and processes (no user namespace of its own, "
+    "so RLIMIT_NPROC would count every process of the user); the userns tier is preferred"
+)
+"""What ``describe`` and ``probe`` say of a tier without a task cap."""
 
 
 class TierSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

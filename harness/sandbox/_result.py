@@ -107,6 +107,8 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
             ``seccomp``), Linux only.
         mode: how each call's child comes to be: ``zygote`` (Linux: forked by the zygote,
             then confined by itself) or ``spawn`` (a fresh interpreter per call; macOS always).
+        task_cap: how a call's threads and processes are capped, in words; a tier that holds
+            no cap says so plainly here (Linux), None where not stated (macOS).
     """
 
     backend: str
@@ -119,3 +121,4 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
     limits: dict[str, int | None] | None = None
     scopes: dict[str, str] | None = None
     mode: str = "spawn"
+    task_cap: str | None = None

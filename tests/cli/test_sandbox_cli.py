@@ -127,6 +127,21 @@ def test_describe_prints_backend_facts() -> None:
         "tasks": None,
     }
     assert info["scopes"] == {"abstract_unix_socket": "landlock", "signal": "landlock"}
+    assert info["task_cap"].startswith("none: this tier cannot cap a call's threads")
+    assert info["task_cap"].endswith("the userns tier is preferred")
+    assert result.stderr == f"warning: tier landlock has no task cap: {info['task_cap']}\n"
+
+
+@linux_only
+def test_probe_table_of_a_tier_without_task_cap_says_so() -> None:
+    result = CliRunner().invoke(main, ["sandbox", "probe", "--tier", "landlock"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[2].startswith("task cap: none: this tier cannot cap")
+    assert lines[-1] == (
+        f"{len(PROBE_NAMES) - 1} of {len(PROBE_NAMES)} probes denied, not applicable here: "
+        "threads_300; positive control passed"
+    )
 
 
 def test_check_profile_ok_and_broken(tmp_path: Path) -> None:
