@@ -79,6 +79,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         elapsed_s: wall time from spawn to reap, in seconds.
         cpu_s: user + system CPU time of the child and what it waited for (``wait4``).
         max_rss_bytes: the largest resident set of the child or what it waited for.
+        stopped: the child (or the call's pid 1) was seen stopped or traced while the call ran
+            (a SIGSTOP the harness never sends); its process group was killed at once.
     """
 
     exit_status: int
@@ -89,6 +91,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     elapsed_s: float
     cpu_s: float = 0.0
     max_rss_bytes: int = 0
+    stopped: bool = False
 
 
 class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
