@@ -42,6 +42,7 @@ from typing import Any, Final, Protocol, TextIO
 import msgspec
 
 from harness.errors import (
+    DurabilityError,
     StudyReportError,
     ToolChildKilledError,
     V2StudyError,
@@ -369,7 +370,7 @@ def execute(
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
             preflight_blob = record_preflight(writer, report)
-            _log_session(store_dir, writer.next_row_index, len(rows), max_cells, resume)
+            _log_session(writer, len(rows), max_cells, resume)
             progress = (
                 Progress(stream, total=len(rows), done=writer.next_row_index, live=stream.isatty())
                 if show_progress
@@ -419,19 +420,20 @@ Not part of the chain: nothing there can change a result, and the records stay b
 whatever ``--max-cells`` was."""
 
 
-def _log_session(store_dir: Path, first_row: int, rows: int, max_cells: int, resume: bool) -> None:
+def _log_session(writer: RunStore, rows: int, max_cells: int, resume: bool) -> None:
+    """Append this session's line to ``run.log`` through the writer's directory descriptor
+    (no link followed, no hard-linked file written: a planted one stops the run as tamper)."""
     line = {
         "session": "resume" if resume else "run",
         "started_utc": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "first_row": first_row,
+        "first_row": writer.next_row_index,
         "rows": rows,
         "max_cells": max_cells,
     }
     try:
-        with (store_dir / RUN_LOG).open("ab") as out:
-            out.write(msgspec.json.encode(line) + b"\n")
-    except OSError as e:
-        _log.warning("v2.run_log_unwritable", store=str(store_dir), error=e.strerror)
+        writer.append_note(RUN_LOG, msgspec.json.encode(line) + b"\n")
+    except DurabilityError as e:
+        _log.warning("v2.run_log_unwritable", store=str(writer.root), error=str(e))
 
 
 def _stored_pilot(store_dir: Path) -> PilotLabel | None:
