@@ -33,6 +33,7 @@ from harness.studies.v2.study import (
     stored_identity,
     summary_rows,
 )
+from harness.terminal import echo, json_out
 from preflight import run_preflight
 
 __all__ = ["v2_group"]
@@ -76,28 +77,28 @@ def _confirm(assume_yes: bool) -> Callable[[Sequence[str]], bool] | None:
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
     report = outcome.report
     if outcome.complete:
-        click.echo(f"complete: {report.done} cells, manifest {outcome.manifest}")
+        echo(f"complete: {report.done} cells, manifest {outcome.manifest}")
         return
     rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
     lines = status_lines(store)
-    click.echo(lines[0])  # the store, and the pilot label of a pilot
-    click.echo(lines[1])  # the provider and model
+    echo(lines[0])  # the store, and the pilot label of a pilot
+    echo(lines[1])  # the provider and model
     if outcome.orphaned_attempts:
-        click.echo(
+        echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
             "(bound into the first record of this session)"
         )
-    click.echo(
+    echo(
         f"cells: {report.done}/{report.total} committed, {report.committed} this session in "
         f"{report.wall_seconds:.1f} s ({rate:.1f} cells/s)"
     )
     if outcome.manifest is not None:
-        click.echo(
+        echo(
             f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
             "rewritten store)"
         )
     for line in lines[5:]:
-        click.echo(line)
+        echo(line)
 
 
 @v2_group.command("run")
@@ -209,10 +210,10 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "provider": msgspec.to_builtins(stored_identity(view)),
             "pipelines": summary_rows(results),
         }
-        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+        json_out(msgspec.json.format(msgspec.json.encode(doc), indent=2))
     else:
         for line in status_lines(store_dir, read=(results, view)):
-            click.echo(line)
+            echo(line)
     if view.report.status is VerifyStatus.IN_PROGRESS:
         sys.stdout.flush()
         sys.exit(EXIT_IN_PROGRESS)

@@ -16,6 +16,7 @@ from harness.errors import AnchorMismatchError, InputError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.report import REPORT_DIR, build_report, write_report
+from harness.terminal import echo, json_out
 
 __all__ = ["v2_compare_cmd", "v2_report_cmd"]
 
@@ -61,8 +62,8 @@ def v2_report_cmd(
             )
     target = out if out is not None else store / REPORT_DIR
     written = write_report(bundle, target)
-    click.echo(bundle.files["report.md"].decode(), nl=False)
-    click.echo(f"wrote {len(written)} files to {target}", err=True)
+    echo(bundle.files["report.md"].decode(), nl=False)
+    echo(f"wrote {len(written)} files to {target}", err=True)
 
 
 @click.command("compare")
@@ -85,6 +86,6 @@ def v2_compare_cmd(store_a: Path, store_b: Path, config_path: Path | None, as_js
     comparison = compare_stores(store_a, store_b, config)
     if as_json:
         encoded = msgspec.json.format(msgspec.json.encode(comparison), indent=2)
-        click.echo(encoded.decode())
+        json_out(encoded)
         return
-    click.echo(render_comparison(comparison), nl=False)
+    echo(render_comparison(comparison), nl=False)

@@ -95,6 +95,7 @@ from harness.studies.v2.schedule import (
     canonical_schedule,
     load_schedule,
 )
+from harness.terminal import escape
 
 __all__ = [
     "Outcome",
@@ -331,7 +332,7 @@ def execute(
         refuse_existing(store_dir, credential_option(selection))
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
-        stream.write(label.describe() + "\n")
+        stream.write(escape(label.describe(), multiline=True) + "\n")
     if selection.provider is not ProviderName.SIMULATED:
         begun = (existing_cells(store_dir) or 0) if resume else 0
         _announce_cost(
