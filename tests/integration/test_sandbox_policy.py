@@ -120,11 +120,14 @@ def test_instantiate_fills_placeholders_and_drops_disabled_layers() -> None:
 
 def test_a_task_cgroup_is_given_only_to_a_tier_without_a_user_namespace() -> None:
     policy = load_linux_policy().policy
-    fill = {"interpreter_prefix": "/opt/py", "tool_code": "/p/harness", "task_cgroup": "/cg/x"}
-    landlock = instantiate_tier(policy, "landlock", **fill)["limits"]
+    landlock = instantiate_tier(
+        policy, "landlock", interpreter_prefix="/opt/py", tool_code="/p", task_cgroup="/cg/x"
+    )["limits"]
     assert landlock["tasks"] is None  # RLIMIT_NPROC would count the whole user here
     assert landlock["task_cgroup"] == {"path": "/cg/x", "max": policy.limits.tasks}
-    userns = instantiate_tier(policy, "userns", **fill)["limits"]
+    userns = instantiate_tier(
+        policy, "userns", interpreter_prefix="/opt/py", tool_code="/p", task_cgroup="/cg/x"
+    )["limits"]
     assert userns["tasks"] == policy.limits.tasks
     assert userns["task_cgroup"] is None
     plain = instantiate_tier(policy, "landlock", interpreter_prefix="/", tool_code="/")
