@@ -15,6 +15,8 @@ import shutil
 import time
 from typing import Final, TextIO
 
+from harness.terminal import escape
+
 __all__ = ["Progress"]
 
 _BAR: Final = 24
@@ -81,12 +83,12 @@ class Progress:
         self._written = self._done
         if self._live:
             width = max(20, shutil.get_terminal_size().columns - 1)
-            line = self._line()
+            line = escape(self._line())  # the line's own controls are added below
             if len(line) > width:
                 line = line[: width - 3] + "..."
             self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
         else:
-            self._stream.write(self._line() + "\n")
+            self._stream.write(escape(self._line()) + "\n")
         self._stream.flush()
 
     def start(self, cell_id: str) -> None:
