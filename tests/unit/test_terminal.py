@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.log import configure
 from harness.terminal import escape, json_out
 
 WINDOW_TITLE = "\x1b]0;pwned-title\x07"
@@ -93,7 +92,7 @@ def test_library_logging_and_warnings_are_escaped() -> None:
     raises reach stderr made inert: a real process, with logging as a command has it."""
     payload = WINDOW_TITLE + OSC_52 + BIDI
     done = subprocess.run(
-        [sys.executable, "-c", _LIBRARY, payload],
+        [sys.executable, "-W", "default", "-c", _LIBRARY, payload],  # shown, not raised
         capture_output=True,
         timeout=60,
         check=True,
@@ -106,12 +105,25 @@ def test_library_logging_and_warnings_are_escaped() -> None:
     assert f"deprecated {shown}" in err
 
 
-def test_harness_log_events_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
-    configure(verbose=0)
-    from harness.log import get_logger
+_EVENT = """
+import sys
+from harness.log import configure, get_logger
+configure(verbose=0)
+get_logger("harness.test").warning("provider.detail", detail=sys.argv[1])
+"""
 
-    get_logger("harness.test").warning("provider.detail", detail=CLEAR_SCREEN + C1_CSI)
-    err = capsys.readouterr().err
+
+def test_harness_log_events_are_escaped() -> None:
+    """An event's value (a provider's detail) reaches stderr inert: a real process, so the
+    logger writes to the stderr a command has."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EVENT, CLEAR_SCREEN + C1_CSI],
+        capture_output=True,
+        timeout=60,
+        check=True,
+        cwd=_ROOT,
+    )
+    err = done.stderr.decode()
     assert unsafe_chars(err, multiline=True) == []
     assert "\\x1b[2J\\x1b[H\\x9b31m" in err
 
