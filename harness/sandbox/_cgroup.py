@@ -69,6 +69,36 @@ def _pids_dir() -> Path | None:
     return None
 
 
+_PREFIX: Final = "harness-sandbox-"
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Remove the empty directories a harness killed outright (SIGKILL) left behind.
+
+    Only those named for a process that no longer exists, and only what is empty: a cgroup
+    that still holds a process cannot be removed, and a live harness's is never touched.
+    """
+    try:
+        entries = [e for e in parent.iterdir() if e.name.startswith(_PREFIX) and e.is_dir()]
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry.name[len(_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        TaskCgroup(entry, 0).close(wait_s=0.0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
 class TaskCgroup:
     """The directory a backend's calls make their cgroups in, each capped at ``tasks``."""
 
@@ -86,7 +116,8 @@ class TaskCgroup:
         parent = _pids_dir()
         if parent is None:
             return None
-        base = parent / f"harness-sandbox-{os.getpid()}-{secrets.token_hex(4)}"
+        _sweep_stale(parent)
+        base = parent / f"{_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         try:
             base.mkdir(mode=0o755)
         except OSError as e:
@@ -130,8 +161,8 @@ class TaskCgroup:
                 return
             time.sleep(0.01)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 1.0) -> None:
         """Remove every call's cgroup left and the directory itself."""
-        self.sweep()
+        self.sweep(wait_s)
         with contextlib.suppress(OSError):
             self.base.rmdir()

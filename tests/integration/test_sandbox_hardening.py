@@ -413,3 +413,25 @@ def test_abi_without_scopes_is_accepted_only_when_seccomp_closes_them(
     )["landlock"]
     assert _confine.missing_scopes(abi, spec) == ["signal"]
     assert _confine.missing_scopes(6, spec) == []
+
+
+def test_task_cgroups_of_a_harness_killed_outright_are_swept_by_the_next() -> None:
+    """A harness killed by SIGKILL cannot remove its calls' cgroups; the next backend made on
+    the host removes the empty ones named for a process that is gone, and no other."""
+    from harness.sandbox._cgroup import TaskCgroup
+
+    made = TaskCgroup.make(4)
+    if made is None:
+        pytest.skip("this host lets the harness make no task cgroup")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = made.base.with_name(f"harness-sandbox-{gone.pid}-deadbeef")
+    (stale / "4242").mkdir(parents=True)  # a cgroup directory and a call's cgroup in it
+    live = made.base  # this process's own: alive, never touched by another's sweep
+    again = TaskCgroup.make(4)
+    assert again is not None
+    assert not stale.exists()
+    assert live.is_dir()
+    again.close()
+    made.close()
+    assert not live.exists()
