@@ -64,6 +64,12 @@ def kernel_landlock_abi() -> int:
     return _confine.landlock_abi()
 
 
+def _run_reversed(steps: list[Callable[[], None]]) -> None:
+    """A dropped backend's clean-up, last registered first."""
+    for step in reversed(steps):
+        step()
+
+
 class LinuxBackend(ChildBackend):
     """Tool calls confined by one tier of the Linux policy."""
 
@@ -88,12 +94,16 @@ class LinuxBackend(ChildBackend):
             loaded.policy, tier, interpreter_prefix=self._prefix, tool_code=str(self.tool_code)
         )
         self._cgroup: TaskCgroup | None = None
+        self._on_drop: list[Callable[[], None]] = []
+        weakref.finalize(self, _run_reversed, self._on_drop)
         if tier_spec["limits"]["tasks"] is None:
             # No user namespace of its own: a cgroup per call caps its tasks, where one can be
             # made; otherwise the tier says it has no task cap.
             self._cgroup = TaskCgroup.make(loaded.policy.limits.tasks)
             if self._cgroup is not None:
-                weakref.finalize(self, self._cgroup.close)
+                # Dropped without close(): the zygote (registered later) goes first, so its
+                # waiting child has left its cgroup when the directory is removed.
+                self._on_drop.append(self._cgroup.close)
                 tier_spec = instantiate_tier(
                     loaded.policy,
                     tier,
@@ -146,6 +156,7 @@ class LinuxBackend(ChildBackend):
                 policy_json=self._policy_json,
                 env=child_env(os.environ),
             )
+            self._on_drop.append(self._zygote.close)
 
     def close(self) -> None:
         """Stop the zygote, if any (its children die with it); later calls spawn.

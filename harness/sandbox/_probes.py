@@ -1190,8 +1190,9 @@ def _probe(
             f"{t.watched} ({how}), {len(t.watch_names)} secret names created while it ran",
             f"the child's output holds {len(against)} of the secret names" if against else None,
             "no name created in the directory is in the child's output",
-            applicable=t.watch_control and bool(t.watch_names),
+            applicable=t.watch_control,
             why_not="inotify does not report to the parent itself here",
+            inconclusive=None if t.watch_names else "no name was created while the child ran",
         )
     judge(
         "memfd_huge",
