@@ -27,6 +27,7 @@ from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
+from harness.terminal import echo, json_out
 from preflight._cli import preflight_cmd
 
 __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
@@ -60,14 +61,14 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     if check:
         found = check_lock(path, root)
         for line in found.stale:
-            click.echo(f"stale: {line}")
+            echo(f"stale: {line}")
         for line in found.environment:
-            click.echo(f"environment: {line} (provenance, not stale)")
+            echo(f"environment: {line} (provenance, not stale)")
         if found.stale:
-            click.echo(f"study lock {path} is stale; run `harness lock`", err=True)
+            echo(f"study lock {path} is stale; run `harness lock`", err=True)
             sys.exit(3)
         data = path.read_bytes()
-        click.echo(f"study lock {path} is current ({lock_digest(data)})")
+        echo(f"study lock {path} is current ({lock_digest(data)})")
         return
     if root is None and not is_checkout():
         raise InputError(
@@ -75,19 +76,19 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
             "package: run it in a checkout, or pass --root CHECKOUT"
         )
     lock, data = write_lock(path, root)
-    click.echo(f"wrote {path} ({lock_digest(data)})")
+    echo(f"wrote {path} ({lock_digest(data)})")
     for tree in lock.trees:
-        click.echo(f"  source  {tree.path}/ ({len(tree.files)} files) {tree.digest}")
+        echo(f"  source  {tree.path}/ ({len(tree.files)} files) {tree.digest}")
     for item in lock.files:
-        click.echo(f"  {item.role.value:<16} {item.path} {item.digest}")
-    click.echo(f"  generation_config {lock.generation_config.digest}")
+        echo(f"  {item.role.value:<16} {item.path} {item.digest}")
+    echo(f"  generation_config {lock.generation_config.digest}")
 
 
 def _refuse_live(store: Path, verb: str) -> VerifyReport:
     """One line and exit 5 while a writer holds ``store``: its tail is still being written."""
     report = verify_store(store)
     if report.status is VerifyStatus.IN_PROGRESS:
-        click.echo(
+        echo(
             f"error: store {store} is in progress ({report.writer} holds it); {verb} it once "
             "the run has stopped",
             err=True,
@@ -145,9 +146,9 @@ def audit_cmd(
     _refuse_live(store, "audit")
     report = audit_store(store, key=key)
     if as_json:
-        click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+        json_out(msgspec.json.format(msgspec.json.encode(report), indent=2))
     else:
-        click.echo(render_audit(report))
+        echo(render_audit(report))
     if not report.ok:
         sys.exit(3)
 
@@ -199,9 +200,9 @@ def replay_cmd(
         report = replay_store(store, config, report_dir=report_dir)
         text = render_replay(report)
     if as_json:
-        click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+        json_out(msgspec.json.format(msgspec.json.encode(report), indent=2))
     else:
-        click.echo(text)
+        echo(text)
     if not report.ok:
         sys.exit(3)
 
@@ -242,9 +243,9 @@ def export_cmd(
     config = config_path if config_path is not None else data_path(DEFAULT_CONFIG_PATH)
     manifest = export_bundle(store, out, config_path=config, report_dir=report_dir, key=key)
     size = sum(f.size for f in manifest.files)
-    click.echo(f"wrote {out}: {len(manifest.files)} files, {size} bytes, privacy check passed")
-    click.echo(f"store head {manifest.store_head}, manifest {manifest.store_manifest}")
-    click.echo(f"replay: {manifest.replay}")
+    echo(f"wrote {out}: {len(manifest.files)} files, {size} bytes, privacy check passed")
+    echo(f"store head {manifest.store_head}, manifest {manifest.store_manifest}")
+    echo(f"replay: {manifest.replay}")
 
 
 COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd, export_cmd)

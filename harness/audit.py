@@ -63,6 +63,7 @@ from harness.store import (
     read_blob,
     read_store,
 )
+from harness.terminal import escape
 
 __all__ = [
     "AttemptRow",
@@ -664,7 +665,8 @@ def render_audit(report: AuditReport) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in report.failures_by_kind.items())
         out.append(f"failures by kind: {kinds}")
         for kind, texts in report.failure_reasons.items():
-            out.extend(f"  {kind}: {text}" for text in texts)
+            # A provider's failure detail: one line, made inert (it may quote the endpoint).
+            out.extend(f"  {kind}: {escape(text)}" for text in texts)
         if report.outage_cells:
             out.append(
                 f"cells made only of infrastructure failures: {len(report.outage_cells)} "

@@ -19,6 +19,7 @@ from harness.canonical import canonical_bytes
 from harness.errors import HarnessError, InputError
 from harness.log import configure
 from harness.safeio import read_input_head
+from harness.terminal import echo, json_out
 
 __all__ = ["main"]
 
@@ -180,7 +181,7 @@ class _Main(click.Group):
             _interrupted(ctx)
         except HarnessError as e:
             # A "no" at the cost question is an answer, not a failure: said plainly, exit 0.
-            click.echo(f"error: {e}" if e.exit_code else str(e), err=True)
+            echo(f"error: {e}" if e.exit_code else str(e), err=True)
             ctx.exit(e.exit_code)
         except BaseExceptionGroup as group:
             # trio wraps a task's failure in a group; an expected failure inside it is still
@@ -190,12 +191,12 @@ class _Main(click.Group):
                 if group.subgroup(KeyboardInterrupt) is not None:
                     _interrupted(ctx)  # Ctrl-C reached trio before its handler was set up
                 raise
-            click.echo(f"error: {first}", err=True)
+            echo(f"error: {first}", err=True)
             ctx.exit(first.exit_code)
 
 
 def _interrupted(ctx: click.Context) -> None:
-    click.echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
+    echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
     ctx.exit(130)
 
 
@@ -316,11 +317,11 @@ def verify_cmd(
         None if certificate is None else _read(certificate, "certificate"),
         answer=None if answer is None else _read(answer, "answer"),
     )
-    sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(decision)) + b"\n")
+    json_out(msgspec.json.format(canonical_bytes(decision)))
     sys.stdout.flush()
     if not decision.answer_checked:
         # Beside the decision, not in it: stdout stays one JSON document.
-        click.echo(f"{decision.decision.value}; answer: not checked (pass --answer)", err=True)
+        echo(f"{decision.decision.value}; answer: not checked (pass --answer)", err=True)
     sys.exit(EXIT_COMPLETE if decision else EXIT_CONTINUE)
 
 
@@ -333,17 +334,17 @@ def examples_cmd() -> None:
     for folder in folders:
         if not (folder / "certificate.json").is_file():
             continue  # not a verifier example (the planner plug-ins are listed below)
-        click.echo(f"{folder.name}  {folder}")
+        echo(f"{folder.name}  {folder}")
         inputs = " ".join(
             f"--{name} {folder / (name + '.json')}"
             for name in ("descriptor", "requirements", "ledger", "certificate")
             if (folder / f"{name}.json").is_file()
         )
-        click.echo(f"  harness verify {inputs}")
+        echo(f"  harness verify {inputs}")
     planners = examples_dir() / "planners"
     if planners.is_dir():
-        click.echo(f"planners  {planners}")
-        click.echo("  harness v2 run --planner python:harness.examples.planners.minimal:PLANNER")
+        echo(f"planners  {planners}")
+        echo("  harness v2 run --planner python:harness.examples.planners.minimal:PLANNER")
 
 
 _PLUGIN_SCHEMAS: Final = ("planner-action", "planner-request")
@@ -365,4 +366,4 @@ def schema_cmd(kind: str) -> None:
         schema = plugin_schema("planner-request" if kind == "planner-request" else "planner-action")
     else:
         schema = msgspec.json.schema(_SCHEMAS[kind])
-    click.echo(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())
+    json_out(msgspec.json.format(msgspec.json.encode(schema), indent=2))

@@ -100,9 +100,11 @@ class InputError(HarnessError):
 
 class UnsafeFileError(InputError):
     """A file was refused before it was read: a symbolic link where none may be, not a regular
-    file (a FIFO, a device, a directory), over its size bound, or owned by another user.
+    file (a FIFO, a device, a directory), over its size bound, owned by another user, or (a
+    store file about to be written) with more than one hard link.
 
-    ``kind`` is ``symlink``, ``type``, ``size`` or ``owner`` (``harness.safeio`` raises it).
+    ``kind`` is ``symlink``, ``type``, ``size``, ``owner`` or ``hardlink`` (``harness.safeio``
+    raises it).
     """
 
     def __init__(self, message: str, *, kind: str) -> None:

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import structlog
+
+from harness.terminal import LoggingHandler, escape, show_warning
 
 __all__ = ["before_log_line", "configure", "get_logger", "level_for", "verbosity"]
 
@@ -81,12 +84,25 @@ def configure(
             structlog.processors.format_exc_info,
             _end_live_line,
             renderer,
+            _inert,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    # What libraries log with no handler of their own, and their warnings, shown made inert.
+    if not isinstance(logging.lastResort, LoggingHandler):
+        logging.lastResort = LoggingHandler(logging.WARNING)
+    warnings.showwarning = show_warning
     _configured = True
+
+
+def _inert(_logger: Any, _name: str, rendered: Any) -> Any:
+    """Escape the rendered line: an event's values may quote a model, provider or file name.
+
+    (Typed ``Any``: structlog types every processor as taking the event mapping, while the one
+    after the renderer takes the rendered string.)"""
+    return escape(rendered, multiline=True) if isinstance(rendered, str) else rendered
 
 
 def get_logger(name: str) -> Any:

@@ -98,17 +98,32 @@ def open_dir(path: str | os.PathLike[str], *, dir_fd: int | None = None, follow:
         raise
 
 
-def check_regular(fd: int, what: str, limit: int | None, owner: int | None = None) -> int:
+def check_regular(
+    fd: int,
+    what: str,
+    limit: int | None,
+    owner: int | None = None,
+    *,
+    single_link: bool = False,
+) -> int:
     """``fstat`` an open descriptor: a regular file within ``limit`` bytes; return its size.
 
     ``limit`` None checks the type (and owner) only, for a reader that bounds itself.
+    ``single_link`` refuses a file with another hard link: a file about to be written, whose
+    other name (outside its directory) would change with it.
 
     Raises:
-        UnsafeFileError: not a regular file, larger than ``limit``, or not owned by ``owner``.
+        UnsafeFileError: not a regular file, larger than ``limit``, not owned by ``owner``, or
+            (``single_link``) hard-linked elsewhere.
     """
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeFileError(f"{what} is {file_kind(st.st_mode)}, not a regular file", kind="type")
+    if single_link and st.st_nlink > 1:
+        raise UnsafeFileError(
+            f"{what} has {st.st_nlink} hard links; a file written here must have one",
+            kind="hardlink",
+        )
     if owner is not None and st.st_uid != owner:
         raise UnsafeFileError(
             f"{what} is owned by uid {st.st_uid}, expected uid {owner}", kind="owner"

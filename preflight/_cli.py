@@ -22,6 +22,7 @@ from harness.providers import GenerationConfig, ProviderName, ProviderSelection
 from harness.providers.audit import memory_audit
 from harness.providers.selection import open_provider, probe_provider
 from harness.studies.v2.schedule import canonical_schedule
+from harness.terminal import echo, json_out
 from preflight._checks import ProviderChoice, choose_provider, run_preflight
 
 __all__ = ["preflight_cmd"]
@@ -115,12 +116,12 @@ def preflight_cmd(
         provider_probe=_probe(choice, generation),
     )
     if as_json:
-        click.echo(msgspec.json.format(encode_report(report), indent=2).decode())
+        json_out(msgspec.json.format(encode_report(report), indent=2))
     else:
         for line in report.lines():
-            click.echo(line)
+            echo(line)
     if not report.ok:
         failed = report.failures()
-        click.echo(f"preflight failed: {len(failed)} check(s); the run is blocked", err=True)
+        echo(f"preflight failed: {len(failed)} check(s); the run is blocked", err=True)
         sys.exit(EXIT_BLOCKED)
-    click.echo("preflight passed")
+    echo("preflight passed")

@@ -21,6 +21,7 @@ from harness.providers.loopback import FakeEndpoint, Shape
 from harness.providers.loopback_sim import SimulatedResponder
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config
+from harness.terminal import echo
 
 __all__ = ["fake_endpoint_cmd"]
 
@@ -118,8 +119,8 @@ def fake_endpoint_cmd(
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: done.set())
     with server:
-        click.echo(server.port)
-        click.echo(
+        echo(str(server.port))
+        echo(
             f"{shape} endpoint at {server.base_url} (latency {latency_ms:g} ms, fail rate "
             f"{fail_rate:g} with seed {seed}"
             + (f", HTTP {status_every[1]} every {status_every[0]} requests" if status_every else "")
@@ -130,7 +131,7 @@ def fake_endpoint_cmd(
         done.wait()
     served = server.served
     statuses = ", ".join(f"{code}: {n}" for code, n in sorted(served.by_status.items()))
-    click.echo(
+    echo(
         f"received {served.requests} requests ({served.model_requests} model requests, "
         f"{responder.faults} transport faults); delivered {served.delivered} replies with "
         f"{served.prompt_tokens} prompt, {served.output_tokens} output and "

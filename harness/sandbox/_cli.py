@@ -25,6 +25,7 @@ from harness.sandbox._policy import (
 from harness.sandbox._probes import render_table, run_probes
 from harness.sandbox._result import BackendInfo
 from harness.sandbox._sbpl import check_profile
+from harness.terminal import echo, escape, json_out
 
 __all__ = ["sandbox_group"]
 
@@ -51,9 +52,10 @@ _POLICY = click.option(
 
 def _header(info: BackendInfo) -> str:
     abi = "n/a" if info.landlock_abi is None else str(info.landlock_abi)
+    cap = "" if info.task_cap is None else f"\ntask cap: {info.task_cap}"
     return (
         f"backend {info.backend}, tier {info.tier}, Landlock ABI {abi}\n"
-        f"profile {info.profile_path} {info.profile_digest}"
+        f"profile {info.profile_path} {info.profile_digest}{cap}"
     )
 
 
@@ -91,18 +93,25 @@ def probe_cmd(
     report = run_probes(backend, store_dir=store_dir)
     backend.close()
     if as_json:
-        click.echo(msgspec.json.format(canonical_bytes(report), indent=2).decode())
+        json_out(msgspec.json.format(canonical_bytes(report), indent=2))
     else:
-        click.echo(_header(report.backend))
-        click.echo()
-        click.echo(render_table(report))
-        click.echo()
-        if report.ok:
-            click.echo(f"all {len(report.probes)} probes denied; positive control passed")
+        echo(_header(report.backend))
+        echo()
+        echo(render_table(report))
+        echo()
+        skipped = [p.name for p in report.probes if p.verdict.value == "not_applicable"]
+        if report.ok and not skipped:
+            echo(f"all {len(report.probes)} probes denied; positive control passed")
+        elif report.ok:
+            denied = len(report.probes) - len(skipped)
+            echo(
+                f"{denied} of {len(report.probes)} probes denied, not applicable here: "
+                f"{', '.join(skipped)}; positive control passed"
+            )
         else:
             bad = [p.name for p in report.probes if p.verdict.value in ("allowed", "inconclusive")]
             control = report.positive_control.verdict.value
-            click.echo(f"NOT CONFINED: positive control {control}; not denied: {', '.join(bad)}")
+            echo(f"NOT CONFINED: positive control {control}; not denied: {', '.join(bad)}")
     sys.exit(0 if report.ok else EXIT_PROBE_FAILED)
 
 
@@ -145,15 +154,19 @@ def exec_cmd(
     backend = open_backend(tier=tier, policy_path=policy_path, spawn=spawn)
     run = backend.exec_file(file, stdin=data, timeout_s=timeout_s)
     backend.close()
-    sys.stdout.buffer.write(run.stdout)
-    sys.stdout.flush()
-    sys.stderr.buffer.write(run.stderr)
-    sys.stderr.flush()
+    # The program's own output, passed through as bytes to a pipe or file; on a terminal it
+    # is made inert like any untrusted text.
+    for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
+        if stream.isatty():
+            stream.write(escape(data.decode("utf-8", "replace"), multiline=True))
+        else:
+            stream.buffer.write(data)
+        stream.flush()
     if run.timed_out:
-        click.echo(f"error: no exit within {timeout_s:g} s; its process group was killed", err=True)
+        echo(f"error: no exit within {timeout_s:g} s; its process group was killed", err=True)
         sys.exit(EXIT_TIMEOUT)
     if run.stdout_overflow:
-        click.echo("error: stdout passed the reply limit; its process group was killed", err=True)
+        echo("error: stdout passed the reply limit; its process group was killed", err=True)
         sys.exit(EXIT_OUTPUT_TOO_LARGE)
     sys.exit(run.exit_status if run.exit_status >= 0 else 128 - run.exit_status)
 
@@ -167,7 +180,9 @@ def describe_cmd(tier: str | None, policy_path: Path | None, spawn: bool) -> Non
     backend = open_backend(tier=tier, policy_path=policy_path, spawn=spawn)
     info = backend.describe()
     backend.close()
-    click.echo(msgspec.json.format(canonical_bytes(info), indent=2).decode())
+    json_out(msgspec.json.format(canonical_bytes(info), indent=2))
+    if info.limits is not None and info.limits.get("tasks") is None:
+        echo(f"warning: tier {info.tier} has no task cap: {info.task_cap}", err=True)
 
 
 @sandbox_group.command("check-profile")
@@ -182,10 +197,10 @@ def check_profile_cmd(path: Path | None) -> None:
         problems = check_profile(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise InputError(f"the Seatbelt profile {str(where)!r} is not UTF-8") from e
-    click.echo(f"{where} {profile_digest(data)}")
+    echo(f"{where} {profile_digest(data)}")
     for problem in problems:
-        click.echo(f"  {problem}")
+        echo(f"  {problem}")
     if problems:
-        click.echo(f"{len(problems)} problem(s): not the required deny-default shape")
+        echo(f"{len(problems)} problem(s): not the required deny-default shape")
         sys.exit(EXIT_PROBE_FAILED)
-    click.echo("deny-default shape: ok")
+    echo("deny-default shape: ok")

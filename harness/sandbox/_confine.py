@@ -593,6 +593,35 @@ def _pid_namespace_init(libc: ctypes.CDLL, report_fd: int | None = None) -> None
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _task_cgroup(spec: dict[str, Any]) -> None:
+    """Make this call's own cgroup in the backend's directory, cap it, move into it, check.
+
+    For a tier without a user namespace of its own (``RLIMIT_NPROC`` cannot count one call
+    there). Done before Landlock, which leaves nothing under ``/sys`` writable.
+    """
+    pid = str(os.getpid())
+    own = os.path.join(spec["path"], pid)
+    try:
+        try:  # noqa: SIM105 - contextlib is not imported in the child, for its start-up time
+            os.mkdir(own, 0o755)
+        except FileExistsError:
+            pass  # left by an earlier child of the same pid, reaped without its cleanup
+        for name, value in (("pids.max", str(spec["max"])), ("cgroup.procs", pid)):
+            fd = os.open(os.path.join(own, name), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        with open(os.path.join(own, "pids.max")) as f:
+            cap = f.read().strip()
+        with open(os.path.join(own, "cgroup.procs")) as f:
+            members = f.read().split()
+    except OSError as e:
+        raise ConfineError(f"joining the call's task cgroup {own} failed: {e}") from e
+    if cap != str(spec["max"]) or pid not in members:
+        raise ConfineError(f"self-check: not in the call's task cgroup {own} capped at {cap}")
+
+
 def _rlimits(spec: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
     """Set the per-call limits (never above a hard limit already in force); return them."""
     import resource
@@ -677,6 +706,8 @@ def apply(
         _unshare(libc, namespaces)
         if "pid" in namespaces:
             _pid_namespace_init(libc, report_fd)
+    if limits.get("task_cgroup") is not None:
+        _task_cgroup(limits["task_cgroup"])
     if policy["readonly_root"]:
         _readonly_root(libc)
     if policy["not_dumpable"] and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +22,8 @@ from typing import Any, Final
 from harness.log import get_logger
 from harness.sandbox import _confine
 from harness.sandbox._backend import ChildBackend, Limits
-from harness.sandbox._policy import LoadedPolicy, instantiate_tier
+from harness.sandbox._cgroup import TaskCgroup
+from harness.sandbox._policy import NO_TASK_CAP, LoadedPolicy, instantiate_tier
 from harness.sandbox._result import BackendInfo, RunResult
 from harness.sandbox._runner import child_env
 from harness.sandbox._zygote_client import Zygote, ZygoteDiedError
@@ -62,6 +64,12 @@ def kernel_landlock_abi() -> int:
     return _confine.landlock_abi()
 
 
+def _run_reversed(steps: list[Callable[[], None]]) -> None:
+    """A dropped backend's clean-up, last registered first."""
+    for step in reversed(steps):
+        step()
+
+
 class LinuxBackend(ChildBackend):
     """Tool calls confined by one tier of the Linux policy."""
 
@@ -85,6 +93,24 @@ class LinuxBackend(ChildBackend):
         tier_spec = instantiate_tier(
             loaded.policy, tier, interpreter_prefix=self._prefix, tool_code=str(self.tool_code)
         )
+        self._cgroup: TaskCgroup | None = None
+        self._on_drop: list[Callable[[], None]] = []
+        weakref.finalize(self, _run_reversed, self._on_drop)
+        if tier_spec["limits"]["tasks"] is None:
+            # No user namespace of its own: a cgroup per call caps its tasks, where one can be
+            # made; otherwise the tier says it has no task cap.
+            self._cgroup = TaskCgroup.make(loaded.policy.limits.tasks)
+            if self._cgroup is not None:
+                # Dropped without close(): the zygote (registered later) goes first, so its
+                # waiting child has left its cgroup when the directory is removed.
+                self._on_drop.append(self._cgroup.close)
+                tier_spec = instantiate_tier(
+                    loaded.policy,
+                    tier,
+                    interpreter_prefix=self._prefix,
+                    tool_code=str(self.tool_code),
+                    task_cgroup=str(self._cgroup.base),
+                )
         landlock = tier_spec["landlock"]
         if landlock is not None:
             missing = _confine.missing_scopes(landlock_abi, landlock)
@@ -95,7 +121,11 @@ class LinuxBackend(ChildBackend):
                 )
         if tier_spec["seccomp"] is not None:
             self._seccomp = compile_seccomp_for_child(tier_spec["seccomp"])
-        self._limits: dict[str, int | None] = dict(tier_spec["limits"])
+        self._limits: dict[str, int | None] = {
+            k: v for k, v in tier_spec["limits"].items() if k != "task_cgroup"
+        }
+        if self._cgroup is not None:
+            self._limits["tasks"] = self._cgroup.tasks
         self._scopes: dict[str, str] = {}
         if landlock is not None:
             for name in landlock["scopes"]:
@@ -126,12 +156,19 @@ class LinuxBackend(ChildBackend):
                 policy_json=self._policy_json,
                 env=child_env(os.environ),
             )
+            self._on_drop.append(self._zygote.close)
 
     def close(self) -> None:
-        """Stop the zygote, if any (its children die with it); later calls spawn."""
+        """Stop the zygote, if any (its children die with it); later calls spawn.
+
+        The calls' task cgroups left behind (a waiting child killed with its zygote) go too;
+        the directory itself stays while later calls may spawn, and goes with the backend.
+        """
         zygote, self._zygote = self._zygote, None
         if zygote is not None:
             zygote.close()
+        if self._cgroup is not None:
+            self._cgroup.sweep()
 
     def _run(
         self,
@@ -146,6 +183,57 @@ class LinuxBackend(ChildBackend):
         on_start: Callable[[int], None] | None = None,
         run_fd: int | None = None,
         run_name: str = "",
+    ) -> RunResult:
+        if self._cgroup is None:
+            return self._run_child(
+                argv,
+                stdin,
+                timeout_s=timeout_s,
+                env_source=env_source,
+                cwd=cwd,
+                on_exit=on_exit,
+                pass_fds=pass_fds,
+                on_start=on_start,
+                run_fd=run_fd,
+                run_name=run_name,
+            )
+        started: list[int] = []
+
+        def record(pid: int) -> None:
+            started.append(pid)
+            if on_start is not None:
+                on_start(pid)
+
+        try:
+            return self._run_child(
+                argv,
+                stdin,
+                timeout_s=timeout_s,
+                env_source=env_source,
+                cwd=cwd,
+                on_exit=on_exit,
+                pass_fds=pass_fds,
+                on_start=record,
+                run_fd=run_fd,
+                run_name=run_name,
+            )
+        finally:
+            for pid in started:  # reaped by now: its cgroup is empty
+                self._cgroup.release(pid)
+
+    def _run_child(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        *,
+        timeout_s: float,
+        env_source: Mapping[str, str] | None,
+        cwd: Path | None,
+        on_exit: Callable[[int], None] | None,
+        pass_fds: tuple[int, ...],
+        on_start: Callable[[int], None] | None,
+        run_fd: int | None,
+        run_name: str,
     ) -> RunResult:
         zygote = self._zygote
         if zygote is not None:
@@ -191,6 +279,14 @@ class LinuxBackend(ChildBackend):
             argv += ["--run-fd", str(run_fd), "--run-name", run_name]
         return argv
 
+    def _task_cap(self) -> str:
+        if self._cgroup is not None:
+            where = self._cgroup.base
+            return f"{self._cgroup.tasks} (pids.max of a cgroup of the call's own under {where})"
+        if self._limits["tasks"] is None:
+            return NO_TASK_CAP
+        return f"{self._limits['tasks']} (RLIMIT_NPROC in the call's own user namespace)"
+
     def describe(self) -> BackendInfo:
         """Backend ``linux``, the tier in force, the Landlock ABI and the policy digest."""
         return BackendInfo(
@@ -204,4 +300,5 @@ class LinuxBackend(ChildBackend):
             limits=dict(self._limits),
             scopes=dict(self._scopes),
             mode=self.mode,
+            task_cap=self._task_cap(),
         )

@@ -23,6 +23,7 @@ from harness.resources import data_path
 
 __all__ = [
     "LINUX_POLICY_SCHEMA",
+    "NO_TASK_CAP",
     "LandlockSpec",
     "LimitsSpec",
     "LinuxPolicy",
@@ -45,6 +46,11 @@ MAX_POLICY_BYTES: Final = 1 << 20
 Namespace = Literal["user", "net", "mount", "ipc", "uts", "pid"]
 Scope = Literal["abstract_unix_socket", "signal"]
 _PLACEHOLDERS: Final = frozenset({"{interpreter_prefix}", "{tool_code}"})
+NO_TASK_CAP: Final = (
+    "none: this tier cannot cap a call's threads and processes (no user namespace of its own, "
+    "and no cgroup with the pids controller can be made here); the userns tier is preferred"
+)
+"""What ``describe`` and ``probe`` say of a tier without a task cap."""
 
 
 class TierSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -241,6 +247,7 @@ def instantiate_tier(
     interpreter_prefix: str,
     tool_code: str,
     extra_read: tuple[str, ...] = (),
+    task_cgroup: str | None = None,
 ) -> dict[str, Any]:
     """The child's view of one tier: every placeholder replaced by a resolved absolute path.
 
@@ -250,6 +257,8 @@ def instantiate_tier(
         interpreter_prefix: resolved prefix of the child's interpreter (its stdlib lives there).
         tool_code: resolved ``harness`` package directory (the tool code and the worker).
         extra_read: further resolved paths to allow reading (``sandbox exec`` adds its file).
+        task_cgroup: the directory each call's child makes its capped cgroup in
+            (``_cgroup.TaskCgroup``); used only by a tier without a user namespace.
 
     Raises:
         SandboxPolicyError: when the tier does not exist in the policy.
@@ -283,8 +292,12 @@ def instantiate_tier(
         "unshare": list(tier.unshare),
         "limits": {
             "address_space_bytes": caps.address_space_bytes,
-            # RLIMIT_NPROC counts one call alone only inside a user namespace of its own.
+            # RLIMIT_NPROC counts one call alone only inside a user namespace of its own;
+            # elsewhere a cgroup of the call's own caps it, where one can be made.
             "tasks": caps.tasks if "user" in tier.unshare else None,
+            "task_cgroup": {"path": task_cgroup, "max": caps.tasks}
+            if task_cgroup is not None and "user" not in tier.unshare
+            else None,
             "file_size_bytes": caps.file_size_bytes,
             "cpu_seconds": caps.cpu_seconds,
             "open_files": caps.open_files,

@@ -4,9 +4,10 @@ Run by the parent under exactly the confinement of a tool call (``exec_file``), 
 stdin naming the targets the parent set up: its own loopback TCP/UDP listeners, Unix sockets,
 paths to create, victim files to alter, processes whose environment to read or to signal, a
 credential file, the interpreter to spawn, and processes (the parent itself and victims it
-started) whose limits, priority and SIGIO ownership to change. Then it tries to pass its own
-resource caps: 2 GiB of memory, 2 GiB in memfds, 300 threads, each held for a moment so the
-parent can watch it from outside. Every attempt is made honestly and its result
+started) whose limits, priority and SIGIO ownership to change, the parent's SysV shared memory
+segment, message queue and semaphore, and a directory to watch (inotify, fanotify). Then it
+tries to pass its own resource caps: 2 GiB of memory, 2 GiB in memfds, 300 threads, each held
+for a moment so the parent can watch it from outside. Every attempt is made honestly and its result
 recorded, and everything read is echoed back, so the parent can look for secrets in it.
 
 The report is only the child's view. The parent judges each probe by ground truth (a
@@ -18,6 +19,7 @@ Standard library only: it runs under ``python -I -S``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -283,6 +285,122 @@ def _outlive() -> str:
     return "; ".join(results)
 
 
+_IPC_RMID = 0
+_SETVAL = 16
+_IPC_NOWAIT = 0o4000
+_WATCH_S = 0.6
+_IN_NONBLOCK = 0o4000
+_IN_CREATE = 0x100
+_FAN_NOTIF_FLAGS = 0x2 | 0x400 | 0x800  # FAN_NONBLOCK | FAN_REPORT_DIR_FID | FAN_REPORT_NAME
+_FAN_MARK_ADD = 1
+_FAN_CREATE_ON_CHILD = 0x100 | 0x08000000 | 0x40000000  # CREATE | EVENT_ON_CHILD | ONDIR
+_AT_FDCWD = -100
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    libc.shmat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+    libc.shmdt.argtypes = (ctypes.c_void_p,)
+    libc.msgrcv.restype = ctypes.c_ssize_t
+    libc.msgrcv.argtypes = (
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_long,
+        ctypes.c_int,
+    )
+    libc.fanotify_mark.argtypes = (
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_uint64,
+        ctypes.c_int,
+        ctypes.c_char_p,
+    )
+    return libc
+
+
+def _check(rc: int, what: str) -> int:
+    import ctypes
+
+    if rc == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return rc
+
+
+def _sysv(job: dict[str, Any], seen: dict[str, str]) -> dict[str, str]:
+    """Read, overwrite and remove the parent's SysV shared memory, message and semaphore."""
+    import ctypes
+
+    libc = _libc()
+    out: dict[str, str] = {}
+
+    def shm() -> None:
+        addr = libc.shmat(job["shm_id"], None, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            _check(-1, "shmat")
+        seen["sysv_shm"] = ctypes.string_at(addr, 64).decode("latin-1")
+        ctypes.memmove(addr, b"OVERWRITTEN BY THE PROBE", 24)
+        libc.shmdt(ctypes.c_void_p(addr))
+        _check(libc.shmctl(job["shm_id"], _IPC_RMID, None), "shmctl(IPC_RMID)")
+
+    def msg() -> None:
+        buf = ctypes.create_string_buffer(8 + 256)
+        n = _check(libc.msgrcv(job["msg_id"], buf, 256, 0, _IPC_NOWAIT), "msgrcv")
+        seen["sysv_msg"] = buf.raw[8 : 8 + n].decode("latin-1")
+        _check(libc.msgctl(job["msg_id"], _IPC_RMID, None), "msgctl(IPC_RMID)")
+
+    def sem() -> None:
+        _check(libc.semctl(job["sem_id"], 0, _SETVAL, ctypes.c_int(0)), "semctl(SETVAL)")
+        _check(libc.semctl(job["sem_id"], 0, _IPC_RMID), "semctl(IPC_RMID)")
+
+    out["sysv_shm"] = _attempt(shm)
+    out["sysv_msg"] = _attempt(msg)
+    out["sysv_sem"] = _attempt(sem)
+    return out
+
+
+def _watch(directory: str, seen: dict[str, str]) -> dict[str, str]:
+    """Watch a directory it cannot list (inotify, fanotify); keep whatever events name."""
+    import select
+
+    libc = _libc()
+    fds: dict[str, int] = {}
+
+    def inotify() -> None:
+        fd = _check(libc.inotify_init1(_IN_NONBLOCK), "inotify_init1")
+        fds["inotify_watch"] = fd
+        _check(libc.inotify_add_watch(fd, directory.encode(), _IN_CREATE), "inotify_add_watch")
+
+    def fanotify() -> None:
+        fd = _check(libc.fanotify_init(_FAN_NOTIF_FLAGS, os.O_RDONLY), "fanotify_init")
+        fds["fanotify_watch"] = fd
+        mark = libc.fanotify_mark(
+            fd, _FAN_MARK_ADD, _FAN_CREATE_ON_CHILD, _AT_FDCWD, directory.encode()
+        )
+        _check(mark, "fanotify_mark")
+
+    out = {"inotify_watch": _attempt(inotify), "fanotify_watch": _attempt(fanotify)}
+    watching = {fd: name for name, fd in fds.items() if out[name] == "succeeded"}
+    events: dict[str, list[bytes]] = {name: [] for name in watching.values()}
+    deadline = time.monotonic() + _WATCH_S
+    while watching and (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select(list(watching), [], [], left)
+        for fd in ready:
+            with contextlib.suppress(BlockingIOError):
+                events[watching[fd]].append(os.read(fd, 65536))
+    for name, chunks in events.items():
+        seen[name] = b"".join(chunks).decode("latin-1")
+        out[name] += f"; {len(chunks)} event read(s)"
+    for fd in fds.values():
+        os.close(fd)
+    return out
+
+
 def main() -> None:
     """Read the job from stdin, attempt every probe, write the report to stdout."""
     job = json.loads(sys.stdin.buffer.read())
@@ -348,6 +466,8 @@ def main() -> None:
     attempts["sigio_victim"] = _attempt(
         lambda: _sigio(sigio_victim, _SIGKILL, owner_without_sig=True)
     )
+    attempts.update(_sysv(job, seen))
+    attempts.update(_watch(job["watched_dir"], seen))
     attempts["memfd_huge"] = _attempt_report(_memfd)
     attempts["memory_2gib"] = _attempt_report(_memory)
     attempts["threads_300"] = _attempt_report(_threads)

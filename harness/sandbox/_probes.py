@@ -21,6 +21,11 @@ tool call is, through ``exec_file``) attempts every escape against targets the p
   with ``F_SETSIG``): denied when the parent's own limits and priority, the victim's
   ``/proc/PID/limits`` and priority are unchanged, no SIGURG reached the parent and the
   victim is alive;
+- reading, overwriting and removing the parent's SysV shared memory segment, taking its queued
+  message and resetting its semaphore (all mode 0600, reached by id, never created): denied when
+  each is still there, unchanged, and no nonce it holds is in the child's output;
+- watching a directory it cannot list (inotify, fanotify) while the parent creates files with
+  secret names in it: denied when no such name is in the child's output;
 - passing its own resource caps: denied when its peak resident memory stayed under 2 GiB, the
   machine's shared memory did not grow by 1 GiB (memfds) and it never had 300 threads (watched
   in ``/proc`` from outside while it ran).
@@ -35,6 +40,7 @@ This module does not pick a backend; it probes the one it is given.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -57,6 +63,7 @@ from harness.errors import SandboxProbeError, SandboxZygoteError
 from harness.log import get_logger
 from harness.sandbox._backend import ChildBackend
 from harness.sandbox._open import self_test
+from harness.sandbox._policy import NO_TASK_CAP
 from harness.sandbox._result import BackendInfo, RunResult
 from harness.sandbox._runner import child_env
 
@@ -84,6 +91,11 @@ _OPTIONAL: Final = frozenset(
         "threads_300",
         "signal_zygote",
         "zygote_state",
+        "sysv_shm",
+        "sysv_msg",
+        "sysv_sem",
+        "inotify_watch",
+        "fanotify_watch",
     }
 )
 _VICTIMS: Final = (
@@ -116,6 +128,11 @@ PROBE_NAMES: Final = (
     "setpriority_victim",
     "sigio_parent",
     "sigio_victim",
+    "sysv_shm",
+    "sysv_msg",
+    "sysv_sem",
+    "inotify_watch",
+    "fanotify_watch",
     "memfd_huge",
     "memory_2gib",
     "threads_300",
@@ -322,6 +339,11 @@ class _Targets:
             os.chmod(path, 0o644)
             os.utime(path, ns=(_VICTIM_MTIME_NS, _VICTIM_MTIME_NS))
         self.xattr_supported = self._xattr_control(base / "xattr-control")
+        self.sysv = _SysV(self.stack, self.nonce)
+        self.watched = base / "watched"
+        self.watched.mkdir()
+        self.watch_names: list[str] = []
+        self.watch_control = _watch_control(base / "watch-control")
         self.sibling_pid = 0
         self.zygote_pid: int | None = None
 
@@ -418,6 +440,10 @@ class _Targets:
                 "rttime_mark": _RTTIME_MARK,
                 "sibling_pid": self.sibling_pid,
                 "zygote_pid": self.zygote_pid,
+                "shm_id": self.sysv.shm_id,
+                "msg_id": self.sysv.msg_id,
+                "sem_id": self.sysv.sem_id,
+                "watched_dir": str(self.watched),
             }
         ).encode()
 
@@ -427,6 +453,153 @@ class _Targets:
                 with contextlib.suppress(OSError):
                     path.unlink()
         self.stack.close()
+
+
+_IPC_PRIVATE: Final = 0
+_IPC_CREAT: Final = 0o1000
+_IPC_RMID: Final = 0
+_GETVAL: Final = 12
+_SETVAL: Final = 16
+_SHM_RDONLY: Final = 0o10000
+_SEM_VALUE: Final = 7
+_SHM_BYTES: Final = 4096
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    libc.shmat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+    libc.shmdt.argtypes = (ctypes.c_void_p,)
+    libc.msgsnd.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return libc
+
+
+def _sysvipc_row(kind: str, ident: int) -> list[str] | None:
+    """The object's row of ``/proc/sysvipc/<kind>`` (id in column 2), or None when gone."""
+    try:
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 2 and fields[1] == str(ident):
+            return fields
+    return None
+
+
+class _SysV:
+    """A SysV shared memory segment, message queue and semaphore of the parent's, mode 0600.
+
+    The child is given only their ids (a confined child must not create any: it could still
+    reach these by id where it shares the host's IPC namespace). Removed on cleanup.
+    """
+
+    def __init__(self, stack: contextlib.ExitStack, nonce: str) -> None:
+        libc = self.libc = _libc()
+        self.shm_secret = f"shm-{nonce}-{secrets.token_hex(8)}".encode()
+        self.msg_secret = f"msg-{nonce}-{secrets.token_hex(8)}".encode()
+        self.shm_id = libc.shmget(_IPC_PRIVATE, _SHM_BYTES, _IPC_CREAT | 0o600)
+        self.msg_id = libc.msgget(_IPC_PRIVATE, _IPC_CREAT | 0o600)
+        self.sem_id = libc.semget(_IPC_PRIVATE, 1, _IPC_CREAT | 0o600)
+        stack.callback(self.remove)
+        self.ready = min(self.shm_id, self.msg_id, self.sem_id) >= 0
+        if not self.ready:
+            return
+        addr = libc.shmat(self.shm_id, None, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            self.ready = False
+            return
+        ctypes.memmove(addr, self.shm_secret, len(self.shm_secret))
+        libc.shmdt(ctypes.c_void_p(addr))
+        message = ctypes.create_string_buffer(8 + len(self.msg_secret))
+        ctypes.memmove(message, (1).to_bytes(8, "little"), 8)  # mtype 1 (x86_64, aarch64)
+        ctypes.memmove(ctypes.addressof(message) + 8, self.msg_secret, len(self.msg_secret))
+        sent = libc.msgsnd(self.msg_id, message, len(self.msg_secret), 0)
+        set_value = libc.semctl(self.sem_id, 0, _SETVAL, ctypes.c_int(_SEM_VALUE))
+        self.ready = sent == 0 and set_value == 0
+        self.rows = {k: _sysvipc_row(k, i) for k, i in self.ids().items()}
+
+    def ids(self) -> dict[str, int]:
+        return {"shm": self.shm_id, "msg": self.msg_id, "sem": self.sem_id}
+
+    def shm_breach(self) -> str | None:
+        row = _sysvipc_row("shm", self.shm_id)
+        if row is None:
+            return "the segment was removed"
+        if row[2] != self.rows["shm"][2]:  # type: ignore[index]
+            return f"its mode went from {self.rows['shm'][2]} to {row[2]}"  # type: ignore[index]
+        addr = self.libc.shmat(self.shm_id, None, _SHM_RDONLY)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return "the parent can no longer attach it"
+        data = ctypes.string_at(addr, len(self.shm_secret))
+        self.libc.shmdt(ctypes.c_void_p(addr))
+        return None if data == self.shm_secret else "its contents changed"
+
+    def msg_breach(self) -> str | None:
+        row = _sysvipc_row("msg", self.msg_id)
+        if row is None:
+            return "the queue was removed"
+        return None if row[4] == "1" else f"the queue holds {row[4]} messages, not 1"
+
+    def sem_breach(self) -> str | None:
+        if _sysvipc_row("sem", self.sem_id) is None:
+            return "the semaphore was removed"
+        value = self.libc.semctl(self.sem_id, 0, _GETVAL)
+        return None if value == _SEM_VALUE else f"its value went from {_SEM_VALUE} to {value}"
+
+    def remove(self) -> None:
+        if self.shm_id >= 0:
+            self.libc.shmctl(self.shm_id, _IPC_RMID, None)
+        if self.msg_id >= 0:
+            self.libc.msgctl(self.msg_id, _IPC_RMID, None)
+        if self.sem_id >= 0:
+            self.libc.semctl(self.sem_id, 0, _IPC_RMID)
+
+
+def _watch_control(directory: Path) -> bool:
+    """Control: inotify reports a file created in ``directory`` to the parent itself."""
+    directory.mkdir()
+    libc = _libc()
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if fd < 0:
+        return False
+    try:
+        if libc.inotify_add_watch(fd, str(directory).encode(), 0x100) < 0:
+            return False
+        name = f"control-{secrets.token_hex(8)}"
+        (directory / name).write_bytes(b"")
+        try:
+            return name.encode() in os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+    finally:
+        os.close(fd)
+
+
+class _Creator:
+    """Creates files with secret names in the watched directory while the probe child runs."""
+
+    def __init__(self, t: _Targets) -> None:
+        self.t = t
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _Creator:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.02):
+            name = f"watched-{secrets.token_hex(12)}"
+            self.t.watch_names.append(name)
+            path = self.t.watched / name
+            with contextlib.suppress(OSError):
+                path.write_bytes(b"")
+                path.unlink()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -764,7 +937,7 @@ def _probe(
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGURG, lambda s, f: sigurg.append(s)) if main_thread else None
     try:
-        with _Watch() as watch:
+        with _Watch() as watch, _Creator(t):
             watch.watched["sibling"] = t.sibling_pid
             if t.zygote_pid is not None:
                 watch.watched["zygote"] = t.zygote_pid
@@ -807,8 +980,9 @@ def _probe(
     try:
         report = json.loads(run.stdout)
         attempts: dict[str, str] = report["attempts"] if report.get("done") is True else {}
+        seen_by: dict[str, str] = {k: str(v) for k, v in dict(report.get("seen", {})).items()}
     except (ValueError, TypeError, AttributeError, KeyError):
-        attempts = {}
+        attempts, seen_by = {}, {}
     complete = set(PROBE_NAMES) - {n for n, p in t.creates.items() if p is None} <= set(attempts)
 
     results: list[ProbeResult] = []
@@ -972,6 +1146,54 @@ def _probe(
         f"it died with status {sigio_status}" if sigio_status is not None else None,
         "the victim is still alive",
     )
+    sysv_why = "this machine offers no SysV IPC to the parent"
+    nonce_seen = "the child's output holds the {} nonce"
+    shm = t.sysv.shm_breach() if t.sysv.ready else None
+    if t.sysv.ready and t.sysv.shm_secret.decode() in output:
+        shm = nonce_seen.format("segment's")
+    judge(
+        "sysv_shm",
+        f"SysV segment {t.sysv.shm_id} (the parent's, 0600): read, overwrite, remove",
+        shm,
+        "the segment is there, unchanged, and its nonce is not in the child's output",
+        applicable=t.sysv.ready,
+        why_not=sysv_why,
+    )
+    msg = t.sysv.msg_breach() if t.sysv.ready else None
+    if t.sysv.ready and t.sysv.msg_secret.decode() in output:
+        msg = nonce_seen.format("queued message's")
+    judge(
+        "sysv_msg",
+        f"SysV queue {t.sysv.msg_id} (the parent's, 0600): receive, remove",
+        msg,
+        "the message is still queued and its nonce is not in the child's output",
+        applicable=t.sysv.ready,
+        why_not=sysv_why,
+    )
+    judge(
+        "sysv_sem",
+        f"SysV semaphore {t.sysv.sem_id} (the parent's, 0600): set, remove",
+        t.sysv.sem_breach() if t.sysv.ready else None,
+        f"the semaphore is there with its value {_SEM_VALUE}",
+        applicable=t.sysv.ready,
+        why_not=sysv_why,
+    )
+    watched_seen = [name for name in t.watch_names if name in output]
+    for name, how in (("inotify_watch", "inotify"), ("fanotify_watch", "fanotify")):
+        # A name the report files under the other mechanism alone is that one's; any other
+        # name in the output counts against both (never denied for what a child could do).
+        other = seen_by.get("fanotify_watch" if name == "inotify_watch" else "inotify_watch", "")
+        mine = seen_by.get(name, "")
+        against = [n for n in watched_seen if n in mine or n not in other]
+        judge(
+            name,
+            f"{t.watched} ({how}), {len(t.watch_names)} secret names created while it ran",
+            f"the child's output holds {len(against)} of the secret names" if against else None,
+            "no name created in the directory is in the child's output",
+            applicable=t.watch_control,
+            why_not="inotify does not report to the parent itself here",
+            inconclusive=None if t.watch_names else "no name was created while the child ran",
+        )
     judge(
         "memfd_huge",
         "2 GiB written into memfds",
@@ -997,7 +1219,7 @@ def _probe(
         else None,
         f"it had at most {watch.max_threads} threads at once",
         applicable=limits.get("tasks") is not None,
-        why_not="this tier holds no task cap (describe: tasks null)",
+        why_not=f"task cap {NO_TASK_CAP}",
     )
     judge(
         "earlier_call_state",

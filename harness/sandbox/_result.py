@@ -79,6 +79,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         elapsed_s: wall time from spawn to reap, in seconds.
         cpu_s: user + system CPU time of the child and what it waited for (``wait4``).
         max_rss_bytes: the largest resident set of the child or what it waited for.
+        stopped: the child (or the call's pid 1) was seen stopped or traced while the call ran
+            (a SIGSTOP the harness never sends); its process group was killed at once.
     """
 
     exit_status: int
@@ -89,6 +91,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     elapsed_s: float
     cpu_s: float = 0.0
     max_rss_bytes: int = 0
+    stopped: bool = False
 
 
 class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,6 +110,8 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
             ``seccomp``), Linux only.
         mode: how each call's child comes to be: ``zygote`` (Linux: forked by the zygote,
             then confined by itself) or ``spawn`` (a fresh interpreter per call; macOS always).
+        task_cap: how a call's threads and processes are capped, in words; a tier that holds
+            no cap says so plainly here (Linux), None where not stated (macOS).
     """
 
     backend: str
@@ -119,3 +124,4 @@ class BackendInfo(msgspec.Struct, frozen=True, kw_only=True):
     limits: dict[str, int | None] | None = None
     scopes: dict[str, str] | None = None
     mode: str = "spawn"
+    task_cap: str | None = None

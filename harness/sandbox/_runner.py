@@ -25,10 +25,13 @@ from typing import Final
 from harness.errors import SandboxError
 from harness.sandbox._result import RunResult
 
-__all__ = ["CHILD_ENV_ALLOWLIST", "child_env", "pump", "run_child"]
+__all__ = ["CHILD_ENV_ALLOWLIST", "child_env", "process_state", "pump", "run_child", "stopped"]
 
 _CHUNK: Final = 65536
 _POLL_S: Final = 0.0005
+# How often a running call is checked for having been stopped (one /proc read per process).
+_STOP_CHECK_S: Final = 0.1
+_STOPPED_STATES: Final = frozenset({"T", "t"})
 
 # Inherited only so an interpreter that needs it can start; nothing else of the parent's
 # environment (credentials, HOME, proxies) reaches a child.
@@ -43,6 +46,30 @@ def child_env(source: Mapping[str, str]) -> dict[str, str]:
         if name in source:
             env[name] = source[name]
     return env
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` in ``/proc/PID/stat`` (None when gone or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    end = data.rfind(b")")
+    return data[end + 2 : end + 3].decode("ascii", "replace") or None
+
+
+def stopped(pid: int) -> bool:
+    """True when ``pid`` or a child of it (a call's pid 1) is stopped or traced.
+
+    The harness never stops a child: a stop is another process's signal (SIGSTOP, SIGTSTP) or a
+    tracer. Without /proc (macOS) nothing is seen and this is False.
+    """
+    pids = [pid]
+    children = f"/proc/{pid}/task/{pid}/children"
+    with contextlib.suppress(OSError, ValueError), open(children, "rb") as f:
+        pids += [int(child) for child in f.read().split()]
+    return any(process_state(p) in _STOPPED_STATES for p in pids)
 
 
 def _kill_group(pgid: int) -> None:
@@ -131,7 +158,7 @@ def run_child(
         with contextlib.suppress(OSError):
             pidfd = os.pidfd_open(pid)
     in_fd, out_fd, err_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
-    out, err, timed_out, overflow = pump(
+    out, err, timed_out, overflow, was_stopped = pump(
         in_fd,
         out_fd,
         err_fd,
@@ -141,8 +168,9 @@ def run_child(
         max_stderr=max_stderr,
         exit_fd=pidfd,
         close_stdin=proc.stdin.close,
+        watch_pid=pid,
     )
-    if timed_out or overflow:
+    if timed_out or overflow or was_stopped:
         _kill_group(pid)
     if not _wait_exit(pid, pidfd, deadline):
         timed_out = True
@@ -167,6 +195,7 @@ def run_child(
         timed_out=timed_out,
         stdout_overflow=overflow,
         elapsed_s=time.perf_counter() - start,
+        stopped=was_stopped,
         cpu_s=usage.ru_utime + usage.ru_stime,
         # Linux counts ru_maxrss in KiB, macOS in bytes.
         max_rss_bytes=usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024),
@@ -184,21 +213,25 @@ def pump(
     max_stderr: int,
     exit_fd: int | None,
     close_stdin: Callable[[], None],
-) -> tuple[bytearray, bytearray, bool, bool]:
+    watch_pid: int | None = None,
+) -> tuple[bytearray, bytearray, bool, bool, bool]:
     """Feed stdin and read stdout and stderr until both close, the child ends or a limit passes.
 
     ``exit_fd`` becoming readable means the child is gone: what it wrote is in the pipes then,
-    and descendants that still hold them open must not keep the call waiting.
+    and descendants that still hold them open must not keep the call waiting. ``watch_pid``,
+    when given, is checked every ``_STOP_CHECK_S``: a stopped child ends the pump at once.
 
     Returns:
-        stdout, the tail of stderr, whether the deadline passed, whether stdout overflowed.
+        stdout, the tail of stderr, whether the deadline passed, whether stdout overflowed,
+        whether the watched child was seen stopped.
     """
     for fd in (in_fd, out_fd, err_fd):
         os.set_blocking(fd, False)
     out = bytearray()
     err = bytearray()
     pending = memoryview(stdin)
-    timed_out = overflow = False
+    timed_out = overflow = was_stopped = False
+    next_check = time.monotonic() + _STOP_CHECK_S
     sel = selectors.DefaultSelector()
     try:
         if pending:
@@ -231,11 +264,18 @@ def pump(
                     del err[:-max_stderr]
 
         while open_pipes and not overflow:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
+            if watch_pid is not None and (now >= next_check or remaining <= 0):
+                next_check = now + _STOP_CHECK_S
+                if stopped(watch_pid):
+                    was_stopped = True
+                    break
             if remaining <= 0:
                 timed_out = True
                 break
-            for key, _ in sel.select(remaining):
+            wait = remaining if watch_pid is None else min(remaining, _STOP_CHECK_S)
+            for key, _ in sel.select(wait):
                 fd = int(key.fd)
                 if fd == in_fd:
                     try:
@@ -259,4 +299,4 @@ def pump(
                     break
     finally:
         sel.close()
-    return out, err, timed_out, overflow
+    return out, err, timed_out, overflow, was_stopped

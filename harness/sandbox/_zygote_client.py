@@ -29,9 +29,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from harness.errors import SandboxError, SandboxZygoteError
 from harness.sandbox._result import RunResult
-from harness.sandbox._runner import pump
+from harness.sandbox._runner import process_state, pump, stopped
 
 __all__ = ["Zygote", "ZygoteDiedError"]
 
@@ -65,6 +67,11 @@ def _recv_json(sock: socket.socket, timeout_s: float, what: str) -> dict[str, An
     if not isinstance(value, dict):
         raise ZygoteDiedError(f"the sandbox zygote answered garbage ({what})")
     return value
+
+
+def _left(deadline: float) -> float:
+    """Seconds until ``deadline``, never zero (a zero socket timeout would mean non-blocking)."""
+    return max(deadline - time.monotonic(), 0.001)
 
 
 def _shut_down(sock: socket.socket, proc: subprocess.Popen[bytes]) -> None:
@@ -226,14 +233,20 @@ class Zygote:
         on_start: Callable[[int], None] | None,
         close_stdin: Callable[[], None],
     ) -> RunResult:
-        pid = _recv_json(ctl, _REPLY_TIMEOUT_S, "fork").get("pid")
+        # The fork is answered within the call's own time or the zygote has stopped answering:
+        # a call must never start late and be judged on what is left of its deadline.
+        try:
+            forked = _recv_json(ctl, min(_REPLY_TIMEOUT_S, _left(deadline)), "fork")
+        except ZygoteDiedError as e:
+            raise self._unresponsive(e) from e
+        pid = forked.get("pid")
         if not isinstance(pid, int):
             raise ZygoteDiedError("the sandbox zygote did not fork the call's child")
         if on_start is not None:
             on_start(pid)
         if on_exit is None:
             self._send(ctl, b"auto")  # nothing to look at before the reap: one round trip less
-        out, err, timed_out, overflow = pump(
+        out, err, timed_out, overflow, was_stopped = pump(
             in_w,
             out_r,
             err_r,
@@ -243,12 +256,13 @@ class Zygote:
             max_stderr=max_stderr,
             exit_fd=ctl.fileno(),
             close_stdin=close_stdin,
+            watch_pid=pid,
         )
         close_stdin()
-        if timed_out or overflow:
+        if timed_out or overflow or was_stopped:
             self._kill(ctl)
         try:
-            return self._finish(ctl, pid, out, err, timed_out, overflow, start, deadline, on_exit)
+            result = self._finish(ctl, pid, out, err, timed_out, overflow, start, deadline, on_exit)
         except ZygoteDiedError as e:
             e.partial = RunResult(
                 exit_status=-9,
@@ -259,6 +273,22 @@ class Zygote:
                 elapsed_s=time.perf_counter() - start,
             )
             raise
+        return msgspec.structs.replace(result, stopped=True) if was_stopped else result
+
+    def _unresponsive(self, cause: ZygoteDiedError) -> ZygoteDiedError:
+        """The zygote did not answer in time: kill it and fail closed, as if it had died.
+
+        A zygote stopped (SIGSTOP) or hung for a while would otherwise come back and let calls
+        run late, judged on what is left of their time.
+        """
+        if not self.alive():
+            return cause
+        state = process_state(self.pid)
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        return ZygoteDiedError(
+            f"the sandbox zygote stopped answering ({cause}; process state {state}); it was killed"
+        )
 
     def _finish(
         self,
@@ -272,15 +302,20 @@ class Zygote:
         deadline: float,
         on_exit: Callable[[int], None] | None,
     ) -> RunResult:
-        remaining = max(deadline - time.monotonic(), 0.0)
         try:
-            ended = _recv_json(ctl, max(remaining, 0.001), "exit")
-        except ZygoteDiedError:
+            ended = _recv_json(ctl, _left(deadline), "exit")
+        except ZygoteDiedError as e:
             if not self.alive():
                 raise
+            if stopped(self.pid):
+                # Not the call's time running out: the zygote cannot answer.
+                raise self._unresponsive(e) from e
             timed_out = True
             self._kill(ctl)
-            ended = _recv_json(ctl, 10.0, "exit after kill")
+            try:
+                ended = _recv_json(ctl, 10.0, "exit after kill")
+            except ZygoteDiedError as again:
+                raise self._unresponsive(again) from again
         if ended.get("exited") is not True:
             raise ZygoteDiedError(f"the sandbox zygote said {ended!r}, not that the child ended")
         if on_exit is not None:

@@ -7,7 +7,8 @@ record binds the lock and schedule digests; each completed cell appends one reco
 schedule row, result, provider-attempt audit group and the previous record's hash.
 
 Writing: ``RunStore.create`` / ``RunStore.open_for_resume`` (single writer, exclusive lock).
-Reading: ``verify_store``, ``read_store``, ``read_blob``, ``check_store_for_run`` (preflight).
+Reading: ``verify_store``, ``read_sealed`` (a report with the MANIFEST bytes it verified),
+``read_store``, ``read_blob``, ``check_store_for_run`` (preflight).
 Sealing: ``finalize_store``; anchors kept elsewhere: ``require_manifest`` (the published
 manifest digest), ``sign_manifest`` / ``verify_signature`` (an SSH signature over it).
 The store does not know what a schedule row, result or attempt
@@ -42,9 +43,11 @@ from harness.store._model import (
 )
 from harness.store._seal import finalize_store
 from harness.store._view import (
+    SealedView,
     StoreView,
     check_store_for_run,
     read_blob,
+    read_sealed,
     read_store,
     verify_store,
 )
@@ -73,6 +76,7 @@ __all__ = [
     "Record",
     "Resumed",
     "RunStore",
+    "SealedView",
     "SessionEntry",
     "StoreCheck",
     "StoreState",
@@ -84,6 +88,7 @@ __all__ = [
     "finalize_store",
     "lock_digest",
     "read_blob",
+    "read_sealed",
     "read_store",
     "require_manifest",
     "row_digest",

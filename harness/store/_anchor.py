@@ -6,6 +6,10 @@ finalize and published by the user (``--expect-manifest``), and optionally a sig
 manifest made with the user's SSH key (``ssh-keygen -Y sign``, the convention git uses for
 signed commits), checked against an allowed-signers file.
 
+Both work on one ``SealedView``: the MANIFEST bytes signed or checked are the bytes verification
+read and checked the chain against, never a second read of the file (a MANIFEST swapped between
+two reads would otherwise get, or pass, a signature over what was not checked).
+
 This module refuses or accepts; it never changes the store's records. ``sign_manifest`` writes
 only ``MANIFEST.sig``.
 """
@@ -19,10 +23,12 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
+from harness.canonical import Domain
 from harness.errors import AnchorMismatchError, StoreError, UnsafeFileError
 from harness.safeio import open_dir, read_regular
-from harness.store._files import MANIFEST, MANIFEST_SIG, MAX_SMALL, Durable, FileOps
+from harness.store._files import MANIFEST_SIG, MAX_SMALL, Durable, FileOps, Line, parse_line
 from harness.store._model import VerifyReport, VerifyStatus
+from harness.store._view import SealedView
 
 __all__ = ["SIGNATURE_NAMESPACE", "require_manifest", "sign_manifest", "verify_signature"]
 
@@ -78,7 +84,19 @@ def _run(args: list[str], data: bytes, what: str) -> bytes:
     return done.stdout
 
 
-def _manifest_bytes(root: Path, name: str) -> bytes:
+def _sealed_manifest(root: Path, sealed: SealedView, action: str) -> bytes:
+    """The MANIFEST bytes ``sealed`` verified; refuse a store that is not intact and sealed."""
+    report, manifest = sealed.report, sealed.manifest
+    if report.status is not VerifyStatus.OK or report.manifest_digest is None or manifest is None:
+        raise AnchorMismatchError(f"store {root} is not finalized and intact: {action}")
+    line = parse_line(manifest, 0, Domain.STORE_MANIFEST)
+    if not isinstance(line, Line) or line.digest != report.manifest_digest:
+        # Unreachable from one scan; refused rather than signing bytes the report did not pin.
+        raise AnchorMismatchError(f"store {root}: the manifest read is not the one verified")
+    return manifest
+
+
+def _store_file(root: Path, name: str) -> bytes:
     try:
         dir_fd = open_dir(root, follow=True)
         try:
@@ -93,12 +111,13 @@ def _manifest_bytes(root: Path, name: str) -> bytes:
         raise StoreError(f"cannot read {name} of {root}: {e.strerror or e}") from e
 
 
-def sign_manifest(root: Path, report: VerifyReport, key: Path) -> Path:
-    """Sign the store's MANIFEST with the SSH private key ``key``; write ``MANIFEST.sig``.
+def sign_manifest(root: Path, sealed: SealedView, key: Path) -> Path:
+    """Sign the MANIFEST bytes ``sealed`` verified with the SSH key ``key``; write ``MANIFEST.sig``.
 
     Args:
         root: the run directory.
-        report: its verification report (must be ok and finalized).
+        sealed: its verification (``read_sealed``: must be ok and finalized); its MANIFEST bytes
+            are what is signed, never a second read of the file.
         key: the private key file (``ssh-keygen -Y sign -f``; an agent-held key works too when
             ``key`` is its public half).
 
@@ -107,9 +126,7 @@ def sign_manifest(root: Path, report: VerifyReport, key: Path) -> Path:
         StoreError: ssh-keygen is missing.
         DurabilityError: writing the signature failed.
     """
-    if report.status is not VerifyStatus.OK or report.manifest_digest is None:
-        raise AnchorMismatchError(f"store {root} is not finalized and intact: nothing to sign")
-    manifest = _manifest_bytes(root, MANIFEST)
+    manifest = _sealed_manifest(root, sealed, "nothing to sign")
     signature = _run(
         ["-Y", "sign", "-q", "-f", str(key), "-n", SIGNATURE_NAMESPACE],
         manifest,
@@ -119,11 +136,15 @@ def sign_manifest(root: Path, report: VerifyReport, key: Path) -> Path:
     return root / MANIFEST_SIG
 
 
-def verify_signature(root: Path, allowed_signers: Path, identity: str | None = None) -> str:
-    """Check ``MANIFEST.sig`` over ``MANIFEST`` against an allowed-signers file.
+def verify_signature(
+    root: Path, sealed: SealedView, allowed_signers: Path, identity: str | None = None
+) -> str:
+    """Check ``MANIFEST.sig`` over the MANIFEST bytes ``sealed`` verified.
 
     Args:
         root: the run directory.
+        sealed: its verification (``read_sealed``); the signature is checked over the very
+            MANIFEST bytes the chain was checked against.
         allowed_signers: the ``ssh-keygen`` allowed-signers file (``principal key``).
         identity: the principal that must have signed; None accepts any principal the file
             names for the signing key.
@@ -132,11 +153,12 @@ def verify_signature(root: Path, allowed_signers: Path, identity: str | None = N
         The principal that signed.
 
     Raises:
-        AnchorMismatchError: no signature, or it does not verify for an allowed principal.
+        AnchorMismatchError: the store is not intact and finalized, no signature, or it does
+            not verify for an allowed principal.
         StoreError: ssh-keygen is missing.
     """
-    manifest = _manifest_bytes(root, MANIFEST)
-    signature = _manifest_bytes(root, MANIFEST_SIG)
+    manifest = _sealed_manifest(root, sealed, "no signature can hold")
+    signature = _store_file(root, MANIFEST_SIG)
     with tempfile.TemporaryDirectory(prefix="harness-sig-") as tmp:
         sig_path = Path(tmp) / "manifest.sig"
         sig_path.write_bytes(signature)

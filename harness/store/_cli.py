@@ -18,7 +18,8 @@ from harness.errors import InputError
 from harness.store._anchor import require_manifest, sign_manifest, verify_signature
 from harness.store._model import VerifyReport, VerifyStatus
 from harness.store._seal import finalize_store
-from harness.store._view import verify_store
+from harness.store._view import read_sealed
+from harness.terminal import echo, json_out
 
 __all__ = ["store_group"]
 
@@ -102,19 +103,20 @@ def verify_cmd(
     """
     if expected is not None and not is_digest(expected):
         raise InputError(f"--expect-manifest {expected!r} is not a digest `blake3:<64 hex>`")
-    report = verify_store(directory)
+    sealed = read_sealed(directory)
+    report = sealed.report
     if as_json:
-        sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(report)) + b"\n")
+        json_out(msgspec.json.format(canonical_bytes(report)))
         sys.stdout.flush()
     else:
-        click.echo(_text(report))
+        echo(_text(report))
     if expected is not None:
         require_manifest(report, expected, directory)
-        click.echo(f"manifest matches the expected {expected}", err=True)
+        echo(f"manifest matches the expected {expected}", err=True)
     if allowed_signers is not None:
         require_manifest(report, report.manifest_digest or "a manifest", directory)
-        principal = verify_signature(directory, allowed_signers, signer)
-        click.echo(f"manifest signature verifies: signed by {principal}", err=True)
+        principal = verify_signature(directory, sealed, allowed_signers, signer)
+        echo(f"manifest signature verifies: signed by {principal}", err=True)
     if report.status is VerifyStatus.OK and not report.finalized:
         sys.exit(EXIT_NOT_FINALIZED)
     sys.exit(_EXIT[report.status])
@@ -134,8 +136,8 @@ def finalize_cmd(directory: Path, expected_cells: int | None) -> None:
     Keep the printed digest somewhere else: it is what reveals a cut or rewritten store later.
     """
     digest = finalize_store(directory, expected_cells)
-    click.echo(digest)
-    click.echo(f"manifest {digest}: {_KEEP}", err=True)
+    echo(digest)
+    echo(f"manifest {digest}: {_KEEP}", err=True)
 
 
 @store_group.command("sign")
@@ -151,6 +153,6 @@ def sign_cmd(directory: Path, key: Path) -> None:
 
     Check it with `harness store verify DIR --allowed-signers FILE`.
     """
-    report = verify_store(directory)
-    path = sign_manifest(directory, report, key)
-    click.echo(f"signed manifest {report.manifest_digest}: {path}")
+    sealed = read_sealed(directory)
+    path = sign_manifest(directory, sealed, key)
+    echo(f"signed manifest {sealed.report.manifest_digest}: {path}")

@@ -14,7 +14,8 @@ Layout of a run directory::
     evidence/      torn tails cut on resume, kept aside
 
 Nothing in a store is followed: every file is opened without following a link and must be a
-regular file of the store directory's owner within its size bound (``LIMITS``).
+regular file of the store directory's owner within its size bound (``LIMITS``); a file opened
+to be written must have no other hard link (a write would change a file outside the store).
 
 Every write the writer makes goes through ``FileOps``, the seam where tests inject a failing
 fsync, a short write or ENOSPC. Failures are translated into ``DurabilityError`` subclasses and
@@ -373,13 +374,44 @@ class Durable:
 
     def open(self, path: Path | str, flags: int, what: str, dir_fd: int | None = None) -> int:
         """Open ``path`` without following a link at its last component; failure is a
-        DurabilityError (a planted link is refused as tamper)."""
+        DurabilityError. A planted link, and a regular file with another hard link (writing it
+        would change a file outside the store), are refused as tamper."""
         try:
-            return self.ops.open(path, flags | _NO_FOLLOW, dir_fd=dir_fd)
+            fd = self.ops.open(path, flags | _NO_FOLLOW, dir_fd=dir_fd)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise TamperError(f"{what} is a symbolic link; the store is refused") from e
             raise self._failure(e, "opening", what) from e
+        try:
+            st = os.fstat(fd)
+        except OSError as e:
+            self.ops.close(fd)
+            raise self._failure(e, "opening", what) from e
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            self.ops.close(fd)
+            raise TamperError(
+                f"{what} has {st.st_nlink} hard links; the store is refused (a write would "
+                "change a file outside it)"
+            )
+        return fd
+
+    def append_note(self, name: str, data: bytes, dir_fd: int) -> None:
+        """Append ``data`` to the regular file ``name`` of the directory ``dir_fd`` (created when
+        missing), not fsynced: a note beside the evidence, never part of it (``run.log``).
+
+        Raises:
+            TamperError: ``name`` is a link, hard-linked, or not a regular file.
+            DurabilityError: the open or the write failed.
+        """
+        fd = self.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, name, dir_fd)
+        try:
+            try:
+                check_regular(fd, name, None)
+            except UnsafeFileError as e:
+                raise TamperError(f"{e}; the store is refused") from e
+            self.write_all(fd, data, name)
+        finally:
+            self.close(fd)
 
     def write_all(self, fd: int, data: bytes, what: str) -> None:
         """Write ``data`` with one call; a short write or error stops the writer, and so do
@@ -528,7 +560,7 @@ class WriterLock:
                 ) from e
             raise StoreError(f"cannot open the writer lock of {store}: {e.strerror}") from e
         try:
-            check_regular(fd, f"{WRITER_LOCK} of {store}", MAX_SMALL, owner)
+            check_regular(fd, f"{WRITER_LOCK} of {store}", MAX_SMALL, owner, single_link=True)
             cls._lock(fd, store)
         except UnsafeFileError as e:
             os.close(fd)

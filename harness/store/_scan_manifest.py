@@ -54,6 +54,7 @@ def check_manifest(p: Pass) -> None:
             )
             return
     p.s.manifest = manifest
+    p.s.manifest_bytes = data
     p.manifest_digest = line.digest
 
 

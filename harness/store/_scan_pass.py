@@ -68,6 +68,8 @@ class Scan:
     blobs: set[str] = field(default_factory=set)
     head_lags: bool = False
     manifest: Manifest | None = None
+    manifest_bytes: bytes | None = None
+    """The MANIFEST bytes ``manifest`` was verified from (the one read a signature covers)."""
 
     @property
     def records(self) -> int:

@@ -29,7 +29,15 @@ from harness.store._model import (
 )
 from harness.store._scan import scan
 
-__all__ = ["StoreView", "check_store_for_run", "read_blob", "read_store", "verify_store"]
+__all__ = [
+    "SealedView",
+    "StoreView",
+    "check_store_for_run",
+    "read_blob",
+    "read_sealed",
+    "read_store",
+    "verify_store",
+]
 
 
 def verify_store(root: str | os.PathLike[str]) -> VerifyReport:
@@ -42,6 +50,30 @@ def verify_store(root: str | os.PathLike[str]) -> VerifyReport:
         StoreNotFoundError: ``root`` holds no store.
     """
     return scan(Path(root)).report
+
+
+class SealedView(msgspec.Struct, frozen=True, kw_only=True):
+    """A verification report and the very MANIFEST bytes it verified, from one read.
+
+    What signing and signature checks work on: the bytes signed or checked are the bytes the
+    chain was checked against, never a second read a swapped file could answer.
+    """
+
+    report: VerifyReport
+    manifest: bytes | None
+    """The verified MANIFEST bytes; None unless the report is ok and finalized."""
+
+
+def read_sealed(root: str | os.PathLike[str]) -> SealedView:
+    """Verify the store at ``root`` and keep the MANIFEST bytes that verification read.
+
+    Raises:
+        StoreNotFoundError: ``root`` holds no store.
+    """
+    found = scan(Path(root))
+    report = found.report
+    sealed = report.status is VerifyStatus.OK and report.manifest_digest is not None
+    return SealedView(report=report, manifest=found.manifest_bytes if sealed else None)
 
 
 class StoreView(msgspec.Struct, frozen=True, kw_only=True):

@@ -48,6 +48,7 @@ from harness.log import get_logger
 from harness.safeio import open_dir, read_regular
 from harness.store._files import (
     BLOBS,
+    DIRECTORIES,
     EVIDENCE,
     HEAD,
     HEAD_TMP,
@@ -562,6 +563,24 @@ class RunStore:
                 begin_seqs=[orphan.begin_seq for orphan in orphans],
             )
         return Resumed(writer, records - 1, orphans)
+
+    # --- notes beside the evidence -----------------------------------------------------------
+
+    def append_note(self, name: str, data: bytes) -> None:
+        """Append ``data`` to the note file ``name`` in the store directory (e.g. ``run.log``).
+
+        Written through the store's directory descriptor, without following a link, and never
+        into a file with another hard link; not hashed and not fsynced: a note can change no
+        result. ``name`` must be a plain name the store itself does not use.
+
+        Raises:
+            StoreError: ``name`` is a store file's name or not a plain file name.
+            TamperError: the note file is a link, hard-linked, or not a regular file.
+            DurabilityError: the write failed.
+        """
+        if name in LIMITS or name in DIRECTORIES or not name or "/" in name or name[0] == ".":
+            raise StoreError(f"{name!r} is not a note file name of a store")
+        self._durable.append_note(name, data, self._dir_fd)
 
     # --- state --------------------------------------------------------------------------------
 

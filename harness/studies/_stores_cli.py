@@ -15,6 +15,7 @@ import click
 import msgspec
 
 from harness.errors import InputError
+from harness.terminal import echo, escape, json_out
 
 __all__ = ["stores_cmd"]
 
@@ -44,25 +45,30 @@ def stores_cmd(directory: Path | None, as_json: bool) -> None:
         raise InputError(f"cannot list {str(parent)!r}: {e.strerror}") from e
     if as_json:
         data = msgspec.json.encode({"directory": str(parent), "runs": entries}, order="sorted")
-        sys.stdout.buffer.write(msgspec.json.format(data, indent=2) + b"\n")
+        json_out(msgspec.json.format(data, indent=2))
         sys.stdout.flush()
         return
     if not entries:
-        click.echo(f"no run stores under {parent}")
+        echo(f"no run stores under {parent}")
         return
     header = ("ID", "STUDY", "PROVIDER", "MODEL", "CELLS", "STATE", "LAST WRITE (UTC)")
+    # A directory name, a provider or a model name read from a store is anyone's text: one
+    # line each, made inert, before the columns are measured.
     rows = [
-        (
-            e.id,
-            e.study,
-            e.provider,
-            e.model,
-            f"{e.cells}/{e.expected if e.expected is not None else '?'}",
-            e.state,
-            e.last_write or "-",
+        tuple(
+            escape(str(cell))
+            for cell in (
+                e.id,
+                e.study,
+                e.provider,
+                e.model,
+                f"{e.cells}/{e.expected if e.expected is not None else '?'}",
+                e.state,
+                e.last_write or "-",
+            )
         )
         for e in entries
     ]
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     for row in (header, *rows):
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Final
 
@@ -11,6 +10,7 @@ import msgspec
 
 from harness.benchmark.build import benchmark
 from harness.canonical import canonical_bytes
+from harness.terminal import echo, json_out
 from harness.worlds.admission import build_tasks
 from harness.worlds.export import export_snapshots
 from harness.worlds.world import SPLITS, World, generate_world, world_digest
@@ -47,7 +47,7 @@ def show_cmd(world_id: str, as_json: bool) -> None:
     """Show world WORLD_ID (two digits): hierarchy, metrics, missing values, tasks."""
     world = generate_world(world_id)
     if as_json:
-        sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(world), indent=2) + b"\n")
+        json_out(msgspec.json.format(canonical_bytes(world), indent=2))
         return
     split = _split_label(world_id)
     lines = [
@@ -70,7 +70,7 @@ def show_cmd(world_id: str, as_json: bool) -> None:
         lines.append("tasks:")
         for task in build_tasks(world):
             lines.append(f"  {task.task_id}: {task.question}")
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 @click.group("tasks")
@@ -85,11 +85,11 @@ def list_cmd(split: str | None, as_json: bool) -> None:
     """List tasks: id, split, family, required slots, admitted candidate."""
     tasks = [t for t in benchmark().tasks if split is None or t.split == split]
     if as_json:
-        sys.stdout.buffer.write(msgspec.json.format(canonical_bytes(tasks), indent=2) + b"\n")
+        json_out(msgspec.json.format(canonical_bytes(tasks), indent=2))
         return
     for task in tasks:
         slots = ",".join(task.descriptor.required_slots)
-        click.echo(
+        echo(
             f"{task.task_id:<30} {task.split:<8} {task.family:<24} {slots}  "
             f"(candidate {task.admission.attempt})"
         )
@@ -115,7 +115,7 @@ def export_cmd(out: Path, split: str) -> None:
     """Write one folder per static snapshot, ready for ``harness verify``."""
     snapshots = [s for s in benchmark().static if split in ("all", s.split)]
     count = export_snapshots(snapshots, out)
-    click.echo(f"wrote {count} snapshot folders to {out}")
+    echo(f"wrote {count} snapshot folders to {out}")
 
 
 COMMANDS: Final = (worlds_group, tasks_group, static_group)

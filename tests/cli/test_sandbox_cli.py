@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +15,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.sandbox import default_seatbelt_profile_path, load_linux_policy
+from harness.sandbox._cgroup import TaskCgroup
+from harness.sandbox._policy import NO_TASK_CAP
 from harness.sandbox._probes import PROBE_NAMES
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the Linux backend needs Linux")
@@ -39,8 +44,10 @@ def test_probe_json_and_store_dir(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["backend"]["tier"] == "landlock"
     verdicts = {p["name"]: p["verdict"] for p in report["probes"]}
-    # The landlock tier holds no task cap (no user namespace of its own) and says so.
-    assert verdicts.pop("threads_300") == "not_applicable"
+    # No user namespace of its own: a cgroup of the call's own caps its tasks where one can be
+    # made; otherwise the tier holds no task cap and the probe says so.
+    capped = report["backend"]["limits"]["tasks"] is not None
+    assert verdicts.pop("threads_300") == ("denied" if capped else "not_applicable")
     assert set(verdicts.values()) == {"denied"}
     assert list(tmp_path.iterdir()) == []
 
@@ -118,15 +125,87 @@ def test_describe_prints_backend_facts() -> None:
     assert info["profile_digest"] == load_linux_policy().digest
     assert info["landlock_abi"] >= 3
     limits = load_linux_policy().policy.limits
-    # No user namespace of its own in this tier: no task cap, and describe says so.
+    capped = _host_makes_task_cgroups()
+    # No user namespace of its own in this tier: a cgroup of the call's own holds the task cap
+    # where one can be made, and describe says which.
     assert info["limits"] == {
         "address_space_bytes": limits.address_space_bytes,
         "cpu_seconds": limits.cpu_seconds,
         "file_size_bytes": limits.file_size_bytes,
         "open_files": limits.open_files,
-        "tasks": None,
+        "tasks": limits.tasks if capped else None,
     }
     assert info["scopes"] == {"abstract_unix_socket": "landlock", "signal": "landlock"}
+    if capped:
+        assert info["task_cap"].startswith(
+            f"{limits.tasks} (pids.max of a cgroup of the call's own under "
+        )
+        assert result.stderr == ""
+    else:
+        assert info["task_cap"] == NO_TASK_CAP
+        assert result.stderr == f"warning: tier landlock has no task cap: {NO_TASK_CAP}\n"
+
+
+def _host_makes_task_cgroups() -> bool:
+    made = TaskCgroup.make(4)
+    if made is None:
+        return False
+    made.close()
+    return True
+
+
+_HARNESS = Path(sys.executable).with_name("harness")
+_HIDE_CGROUPS = 'mount -t tmpfs none /sys/fs/cgroup && exec "$@"'
+
+
+def _without_cgroups(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the command line in a mount namespace of its own where no cgroup file system is
+    mounted: a host where no task cgroup can be made, made for real (root only)."""
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _HIDE_CGROUPS, "sh"]
+    return subprocess.run(
+        [*argv, str(_HARNESS), *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+_needs_mount_namespace = pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="hiding the cgroup file system needs root and unshare",
+)
+
+
+@_needs_mount_namespace
+def test_a_tier_without_any_task_cap_says_so_in_describe_and_probe() -> None:
+    described = _without_cgroups("sandbox", "describe", "--tier", "landlock")
+    assert described.returncode == 0, described.stderr
+    info = json.loads(described.stdout)
+    assert info["limits"]["tasks"] is None
+    assert info["task_cap"] == NO_TASK_CAP
+    assert NO_TASK_CAP.startswith("none: ")
+    assert NO_TASK_CAP.endswith("the userns tier is preferred")
+    assert described.stderr.endswith(f"warning: tier landlock has no task cap: {NO_TASK_CAP}\n")
+    probed = _without_cgroups("sandbox", "probe", "--tier", "landlock")
+    assert probed.returncode == 0, probed.stdout + probed.stderr
+    lines = probed.stdout.splitlines()
+    assert lines[2] == f"task cap: {NO_TASK_CAP}"
+    row = next(line for line in lines if line.startswith("threads_300 "))
+    assert row.split()[1] == "not_applicable"
+    assert lines[-1] == (
+        f"{len(PROBE_NAMES) - 1} of {len(PROBE_NAMES)} probes denied, not applicable here: "
+        "threads_300; positive control passed"
+    )
+
+
+@linux_only
+def test_a_cgroup_caps_the_tasks_of_a_tier_without_a_user_namespace() -> None:
+    if not _host_makes_task_cgroups():
+        pytest.skip("this host lets the harness make no task cgroup")
+    result = CliRunner().invoke(main, ["sandbox", "probe", "--tier", "landlock"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[2].startswith("task cap: 32 (pids.max of a cgroup of the call's own under ")
+    row = next(line for line in lines if line.startswith("threads_300 "))
+    assert row.split()[1] == "denied"
+    assert lines[-1] == f"all {len(PROBE_NAMES)} probes denied; positive control passed"
 
 
 def test_check_profile_ok_and_broken(tmp_path: Path) -> None:

@@ -83,3 +83,15 @@ def busy_zygote_children(zygote: int) -> list[int]:
         for child in _proc_children(zygote)
         if _stdout_is_a_pipe(child) or any(_stdout_is_a_pipe(g) for g in _proc_children(child))
     ]
+
+
+def host_makes_task_cgroups() -> bool:
+    """Whether this host lets the harness make a per-call task cgroup (``_cgroup``): then a
+    tier without a user namespace caps a call's tasks too."""
+    from harness.sandbox._cgroup import TaskCgroup
+
+    made = TaskCgroup.make(4)
+    if made is None:
+        return False
+    made.close()
+    return True

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from sandbox_support import (
     FIXTURE_CATALOG,
     busy_zygote_children,
+    host_makes_task_cgroups,
     project_copy,
     tier,
     weakened_policy,
@@ -44,7 +45,9 @@ def _policy() -> dict[str, Any]:
 
 
 def _caps_tasks(name: str) -> bool:
-    return "user" in tier(_policy(), name)["unshare"]
+    """A tier caps a call's tasks with a user namespace of its own, or else with a cgroup of
+    the call's own where this host lets one be made."""
+    return "user" in tier(_policy(), name)["unshare"] or host_makes_task_cgroups()
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +104,8 @@ def test_two_gib_of_memory_is_a_resource_refusal(backend: LinuxBackend) -> None:
 def test_three_hundred_threads_is_a_resource_refusal(backend: LinuxBackend) -> None:
     result = _call(backend, "threads", {"count": 300})
     if not _caps_tasks(backend.tier):
-        # No user namespace of its own: RLIMIT_NPROC would count the whole user, so this tier
-        # holds no task cap, and describe and the probe table say so.
+        # No user namespace of its own and no cgroup to be made: this tier holds no task
+        # cap, and describe and the probe table say so.
         assert (backend.describe().limits or {"tasks": 0})["tasks"] is None
         assert result.outcome is Outcome.OK, result
         return
@@ -410,3 +413,25 @@ def test_abi_without_scopes_is_accepted_only_when_seccomp_closes_them(
     )["landlock"]
     assert _confine.missing_scopes(abi, spec) == ["signal"]
     assert _confine.missing_scopes(6, spec) == []
+
+
+def test_task_cgroups_of_a_harness_killed_outright_are_swept_by_the_next() -> None:
+    """A harness killed by SIGKILL cannot remove its calls' cgroups; the next backend made on
+    the host removes the empty ones named for a process that is gone, and no other."""
+    from harness.sandbox._cgroup import TaskCgroup
+
+    made = TaskCgroup.make(4)
+    if made is None:
+        pytest.skip("this host lets the harness make no task cgroup")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = made.base.with_name(f"harness-sandbox-{gone.pid}-deadbeef")
+    (stale / "4242").mkdir(parents=True)  # a cgroup directory and a call's cgroup in it
+    live = made.base  # this process's own: alive, never touched by another's sweep
+    again = TaskCgroup.make(4)
+    assert again is not None
+    assert not stale.exists()
+    assert live.is_dir()
+    again.close()
+    made.close()
+    assert not live.exists()

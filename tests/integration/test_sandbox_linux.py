@@ -327,6 +327,53 @@ def test_child_killed_from_outside_is_killed_not_died(fixture_backend: LinuxBack
     assert result.elapsed_s < 15
 
 
+def _signal_the_call(sig: int, sent: list[int]) -> threading.Thread:
+    """Send ``sig`` once to the first tool child that runs a call (its waiting copy, with a
+    pid namespace: the process the harness sees), from a thread, as an operator would."""
+
+    def sender() -> None:
+        deadline = time.monotonic() + 20
+        while not sent and time.monotonic() < deadline:
+            for pid in _worker_children()[:1]:
+                os.kill(pid, sig)
+                sent.append(pid)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("sig", "error"),
+    [
+        (
+            signal.SIGSTOP,
+            "the child was stopped by a signal the harness did not send; its process group "
+            "was killed",
+        ),
+        (signal.SIGXCPU, "the child was killed by SIGXCPU, a signal the harness did not send"),
+    ],
+    ids=["SIGSTOP", "SIGXCPU"],
+)
+def test_child_stopped_or_signalled_from_outside_is_killed(
+    fixture_backend: LinuxBackend, sig: int, error: str
+) -> None:
+    """A stop or a cap's signal the harness did not send (no cap was reached: the tool sleeps)
+    is KILLED, which the loop retries and then stops the run on, never a TIMEOUT or a
+    resource limit charged to the tool; a stopped child is ended at once, not at its deadline."""
+    sent: list[int] = []
+    thread = _signal_the_call(sig, sent)
+    request = {"tool_id": "sleep", "args": {"seconds": 15}, "world": {}}
+    result = fixture_backend.call(request, timeout_s=30)
+    thread.join()
+    assert sent
+    assert result.outcome is Outcome.KILLED, result
+    assert result.error == error
+    assert result.elapsed_s < 10
+    assert not any(_alive(pid) for pid in sent)
+
+
 def test_a_tool_killing_itself(fixture_backend: LinuxBackend) -> None:
     """Without a pid namespace a self-inflicted SIGKILL is KILLED; as pid 1 of its own pid
     namespace the child cannot kill itself (the kernel drops it) and the tool goes on."""
@@ -415,3 +462,11 @@ def test_weakened_tier_policy_is_rejected_when_inconsistent(tmp_path: Path) -> N
 
     with pytest.raises(SandboxPolicyError, match=r"remounts / read-only without a mount"):
         open_backend(policy_path=weakened_policy(tmp_path, ro_without_mount_ns))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"

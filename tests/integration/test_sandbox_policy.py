@@ -116,3 +116,19 @@ def test_instantiate_fills_placeholders_and_drops_disabled_layers() -> None:
     assert list(tier["seccomp"]["deny"]) == list(policy.seccomp.deny)
     with pytest.raises(SandboxPolicyError, match=r"^no tier 'nope' in the Linux sandbox policy"):
         instantiate_tier(policy, "nope", interpreter_prefix="/", tool_code="/")
+
+
+def test_a_task_cgroup_is_given_only_to_a_tier_without_a_user_namespace() -> None:
+    policy = load_linux_policy().policy
+    landlock = instantiate_tier(
+        policy, "landlock", interpreter_prefix="/opt/py", tool_code="/p", task_cgroup="/cg/x"
+    )["limits"]
+    assert landlock["tasks"] is None  # RLIMIT_NPROC would count the whole user here
+    assert landlock["task_cgroup"] == {"path": "/cg/x", "max": policy.limits.tasks}
+    userns = instantiate_tier(
+        policy, "userns", interpreter_prefix="/opt/py", tool_code="/p", task_cgroup="/cg/x"
+    )["limits"]
+    assert userns["tasks"] == policy.limits.tasks
+    assert userns["task_cgroup"] is None
+    plain = instantiate_tier(policy, "landlock", interpreter_prefix="/", tool_code="/")
+    assert plain["limits"]["task_cgroup"] is None

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import pytest
@@ -32,6 +32,7 @@ from harness.sandbox import (
     render_table,
     run_probes,
 )
+from harness.sandbox._policy import NO_TASK_CAP
 from harness.sandbox._probes import PROBE_NAMES
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the Linux backend needs Linux")
@@ -47,7 +48,7 @@ def _assert_all_denied(report: ProbeReport) -> None:
     # user namespace of its own holds no task cap, and says so.
     expected = {}
     if report.backend.limits is not None and report.backend.limits["tasks"] is None:
-        expected = {"threads_300": "this tier holds no task cap (describe: tasks null)"}
+        expected = {"threads_300": f"task cap {NO_TASK_CAP}"}
     assert not_denied == expected, render_table(report)
     assert report.ok
     assert bool(report)
@@ -364,3 +365,31 @@ def test_seccomp_alone_keeps_signals_to_itself(tmp_path: Path, name: str) -> Non
 def _policy_dict() -> dict[str, Any]:
     policy: dict[str, Any] = json.loads(Path(load_linux_policy().path).read_text())
     return policy
+
+
+_SYSV_AND_WATCH: Final = (
+    "shmat", "shmctl", "shmdt", "msgsnd", "msgrcv", "msgctl", "semop", "semtimedop", "semctl",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+)  # fmt: skip
+
+
+def _without_sysv_and_watch(policy: dict[str, Any]) -> None:
+    """The filter as it was before it denied SysV IPC by id and inotify."""
+    deny = policy["seccomp"]["deny"]
+    policy["seccomp"]["deny"] = [name for name in deny if name not in _SYSV_AND_WATCH]
+
+
+def test_landlock_tier_without_the_ipc_and_watch_denials_is_caught(tmp_path: Path) -> None:
+    """The landlock tier shares the host's IPC namespace: only seccomp keeps a child from the
+    parent's SysV objects (reached by id, no *get call needed) and from watching directories.
+    With those denials removed, the probes see the child read, take and remove them."""
+    policy = weakened_policy(tmp_path, _without_sysv_and_watch)
+    report = run_probes(open_backend(tier="landlock", policy_path=policy))
+    assert report.positive_control.verdict is Verdict.PASSED
+    allowed = set(report.allowed())
+    assert {"sysv_shm", "sysv_msg", "sysv_sem", "inotify_watch"} <= allowed, render_table(report)
+    truths = {p.name: p.ground_truth for p in report.probes}
+    assert truths["sysv_shm"] == "the child's output holds the segment's nonce"
+    assert truths["sysv_sem"] == "the semaphore was removed"
+    # The same policy with the denials holds.
+    _assert_all_denied(run_probes(open_backend(tier="landlock")))

@@ -115,6 +115,47 @@ def test_zygote_death_fails_closed_in_one_line() -> None:
     assert caught.value.exit_code == 75
 
 
+def test_a_stopped_zygote_fails_closed_as_a_dead_one() -> None:
+    """A zygote that stops answering (SIGSTOP from outside) is killed and the call fails
+    closed within its own time, as for a zygote that died: never a late call judged on what
+    is left of its deadline."""
+    backend = open_backend()
+    assert isinstance(backend, LinuxBackend)
+    pid = backend.zygote_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    start = time.monotonic()
+    with pytest.raises(SandboxZygoteError) as caught:
+        backend.call(ECHO, timeout_s=3)
+    assert time.monotonic() - start < 6
+    message = str(caught.value)
+    assert message.startswith("the sandbox zygote stopped answering")
+    assert "process state T" in message
+    assert "\n" not in message
+    assert caught.value.exit_code == 75
+    assert _gone(pid)
+    backend.close()
+
+
+def test_a_zygote_stopped_during_a_call_fails_closed(tmp_path: Path) -> None:
+    """Stopped while a call runs and still stopped when the call's time is up: the zygote is
+    killed and the call fails closed, not judged a tool timeout."""
+    backend = open_backend()
+    assert isinstance(backend, LinuxBackend)
+    pid = backend.zygote_pid()
+    assert pid is not None
+    script = tmp_path / "nap.py"
+    script.write_text("import time\ntime.sleep(1)\nprint('done')\n")
+
+    def stop_soon(_child: int) -> None:
+        threading.Timer(0.3, os.kill, (pid, signal.SIGSTOP)).start()
+
+    with pytest.raises(SandboxZygoteError, match="the sandbox zygote stopped answering"):
+        backend.exec_file(script, timeout_s=3, on_start=stop_soon)
+    assert _gone(pid)
+    backend.close()
+
+
 def test_policy_fallback_spawns_once_the_zygote_is_gone(tmp_path: Path) -> None:
     def allow_spawn(policy: dict[str, Any]) -> None:
         policy["zygote_fallback"] = "spawn"

@@ -8,8 +8,11 @@ refuses it. The signing tests use a real key made by ``ssh-keygen`` in a tempora
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -19,7 +22,16 @@ from v2_report_support import CONFIG_PATH, synthetic_store
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.cli import main
-from harness.store import Manifest, RunStore, finalize_store, verify_store
+from harness.errors import AnchorMismatchError
+from harness.store import (
+    Manifest,
+    RunStore,
+    finalize_store,
+    read_sealed,
+    sign_manifest,
+    verify_signature,
+    verify_store,
+)
 
 LOCK = b"study lock for anchor tests\n"
 ROWS = [{"cell": i} for i in range(3)]
@@ -184,3 +196,161 @@ def test_store_sign_refuses_a_store_that_is_not_finalized(tmp_path: Path) -> Non
     assert result.exit_code == 3
     assert "not finalized and intact: nothing to sign" in result.stderr
     assert not (root / "MANIFEST.sig").exists()
+
+
+# --- one snapshot: what is signed and checked is what was verified ------------------------------
+
+_needs_ssh = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
+
+
+def _allowed(tmp_path: Path, public: str) -> Path:
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"sealer@example.org {public}\n")
+    return allowed
+
+
+def _forged_pair(tmp_path: Path, root: Path) -> tuple[bytes, bytes]:
+    """The sealed MANIFEST, and the one a rewrite of the store with its chain would carry
+    (computed on a copy; ``root`` is left as it was)."""
+    copy = tmp_path / "forged-copy"
+    shutil.copytree(root, copy)
+    rewrite_with_chain(copy)
+    return (root / "MANIFEST").read_bytes(), (copy / "MANIFEST").read_bytes()
+
+
+def _put(root: Path, name: str, data: bytes) -> None:
+    staged = root / f".{name}.staged"
+    staged.write_bytes(data)
+    os.replace(staged, root / name)
+
+
+@_needs_ssh
+def test_sign_signs_the_manifest_it_verified_when_the_file_is_swapped_after(
+    tmp_path: Path,
+) -> None:
+    """The swap lands after verification read MANIFEST and before signing, deterministically:
+    the signature covers the verified bytes, so the swapped-in forgery never carries it."""
+    root = tmp_path / "run"
+    sealed(root)
+    key, public = _keypair(tmp_path, "sealer")
+    allowed = _allowed(tmp_path, public)
+    good, _ = _forged_pair(tmp_path, root)
+    snapshot = read_sealed(root)
+    rewrite_with_chain(root)  # records, HEAD and MANIFEST all forged, consistently
+    assert (root / "MANIFEST").read_bytes() != good
+    sign_manifest(root, snapshot, key)
+    forged = _invoke("store", "verify", str(root), "--allowed-signers", str(allowed))
+    assert forged.exit_code == 3
+    assert "ssh-keygen could not verify" in forged.stderr
+    # The signature is over the bytes verified: beside the genuine store, it verifies.
+    restored = tmp_path / "restored"
+    sealed(restored)
+    _put(restored, "MANIFEST.sig", (root / "MANIFEST.sig").read_bytes())
+    assert (restored / "MANIFEST").read_bytes() == good
+    assert verify_signature(restored, read_sealed(restored), allowed) == "sealer@example.org"
+
+
+@_needs_ssh
+def test_verify_checks_the_signature_over_the_manifest_it_verified(tmp_path: Path) -> None:
+    """The forged store is verified; then the genuine MANIFEST is swapped back before the
+    signature is checked: the check still covers the forged bytes the chain was checked
+    against, and refuses."""
+    root = tmp_path / "run"
+    sealed(root)
+    key, public = _keypair(tmp_path, "sealer")
+    allowed = _allowed(tmp_path, public)
+    sign_manifest(root, read_sealed(root), key)
+    good = (root / "MANIFEST").read_bytes()
+    rewrite_with_chain(root)
+    snapshot = read_sealed(root)
+    assert snapshot.report.status.value == "ok"
+    assert snapshot.manifest != good
+    _put(root, "MANIFEST", good)  # what a second read of the file would now see
+    with pytest.raises(AnchorMismatchError, match="ssh-keygen could not verify"):
+        verify_signature(root, snapshot, allowed)
+
+
+def test_signing_refuses_a_view_that_is_not_sealed(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as writer:
+        writer.commit_cell(0, {"answer": 0}, [])
+    snapshot = read_sealed(root)
+    assert snapshot.manifest is None
+    with pytest.raises(AnchorMismatchError, match="not finalized and intact"):
+        verify_signature(root, snapshot, tmp_path / "allowed")
+
+
+def _flipping(root: Path, states: list[bytes], stop: threading.Event) -> threading.Thread:
+    def flip() -> None:
+        turn = 0
+        while not stop.is_set():
+            _put(root, "MANIFEST", states[turn % len(states)])
+            turn += 1
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=flip)
+    thread.start()
+    return thread
+
+
+@_needs_ssh
+def test_store_sign_racing_a_swapped_manifest_never_signs_the_forgery(tmp_path: Path) -> None:
+    """MANIFEST flips between the sealed one and a forgery while `store sign` runs: each run
+    either refuses (it verified the forgery against the genuine chain) or signs the genuine
+    bytes; the forgery never gets a signature."""
+    root = tmp_path / "run"
+    sealed(root)
+    key, public = _keypair(tmp_path, "sealer")
+    allowed = _allowed(tmp_path, public)
+    good, forgery = _forged_pair(tmp_path, root)
+    stop = threading.Event()
+    thread = _flipping(root, [good, forgery], stop)
+    outcomes: list[int] = []
+    try:
+        for _ in range(12):
+            (root / "MANIFEST.sig").unlink(missing_ok=True)
+            result = _invoke("store", "sign", str(root), "--key", str(key))
+            outcomes.append(result.exit_code)
+            if result.exit_code == 0:
+                signature = tmp_path / "race.sig"
+                signature.write_bytes((root / "MANIFEST.sig").read_bytes())
+                check = [
+                    "ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I",
+                    "sealer@example.org", "-n", "ect-harness-store-manifest", "-s", str(signature),
+                ]  # fmt: skip
+                on_forgery = subprocess.run(check, input=forgery, capture_output=True, timeout=60)
+                on_good = subprocess.run(check, input=good, capture_output=True, timeout=60)
+                assert on_forgery.returncode != 0
+                assert on_good.returncode == 0
+    finally:
+        stop.set()
+        thread.join()
+    assert set(outcomes) <= {0, 3}
+
+
+@_needs_ssh
+def test_store_verify_racing_a_swapped_manifest_never_passes_a_forged_store(
+    tmp_path: Path,
+) -> None:
+    """The store is rewritten with its chain; MANIFEST flips between the forged seal (which
+    matches the forged chain) and the genuine one (which the signature covers). No run of
+    `store verify --allowed-signers` passes: the chain and the signature see one read."""
+    root = tmp_path / "run"
+    sealed(root)
+    key, public = _keypair(tmp_path, "sealer")
+    allowed = _allowed(tmp_path, public)
+    sign_manifest(root, read_sealed(root), key)
+    good = (root / "MANIFEST").read_bytes()
+    rewrite_with_chain(root)
+    forgery = (root / "MANIFEST").read_bytes()
+    stop = threading.Event()
+    thread = _flipping(root, [good, forgery], stop)
+    try:
+        codes = [
+            _invoke("store", "verify", str(root), "--allowed-signers", str(allowed)).exit_code
+            for _ in range(12)
+        ]
+    finally:
+        stop.set()
+        thread.join()
+    assert codes == [3] * 12

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TamperError
+from harness.errors import StoreError, TamperError
 from harness.lock import project_root, write_lock
 from harness.store import (
     RunStore,
@@ -271,3 +271,66 @@ def test_v2_resume_of_a_store_with_planted_links_writes_nothing_outside(
     assert "Traceback" not in done.stderr
     assert "UNSAFE_FILE" in done.stderr.splitlines()[-1]
     assert snapshot(outside) == before
+
+
+# --- hard links: a write through one would change the file outside --------------------------
+
+
+@pytest.mark.parametrize("name", ["writer.lock", "records.log", "journal.log"])
+def test_store_hardlinked_file_is_refused_before_it_is_written(
+    store: Path, outside: Path, name: str
+) -> None:
+    """A store file with a second name outside the store (its bytes intact, so verification
+    passes): the writer refuses it (the link count, not a name, gives it away) before writing
+    a byte, and the outside name is unchanged."""
+    if not (store / name).exists():
+        (store / name).write_bytes(b"")
+    os.link(store / name, outside / "alias")
+    assert verify_store(store).status is VerifyStatus.OK
+    before = snapshot(outside)
+    with pytest.raises(TamperError, match="2 hard links"):
+        RunStore.open_for_resume(store, LOCK, ROWS)
+    assert snapshot(outside) == before
+
+
+def test_store_hardlinked_writer_lock_refuses_finalize(store: Path, outside: Path) -> None:
+    (store / "writer.lock").unlink()
+    os.link(outside / "precious", store / "writer.lock")
+    with pytest.raises(TamperError, match="2 hard links"):
+        finalize_store(store)
+    assert (outside / "precious").read_bytes() == b"must not change\n"
+
+
+def test_run_log_note_is_refused_when_hardlinked_or_linked(tmp_path: Path, outside: Path) -> None:
+    """``run.log`` is appended through the store's descriptor with no link followed: a hard
+    link or a symbolic link planted while the writer works is refused, the target unchanged."""
+    root = tmp_path / "run"
+    with RunStore.create(root, LOCK, ROWS) as writer:
+        writer.append_note("run.log", b'{"session": "run"}\n')
+        assert (root / "run.log").read_bytes() == b'{"session": "run"}\n'
+        (root / "run.log").unlink()
+        os.link(outside / "precious", root / "run.log")
+        with pytest.raises(TamperError, match=r"run\.log has 2 hard links"):
+            writer.append_note("run.log", b"more\n")
+        (root / "run.log").unlink()
+        (root / "run.log").symlink_to(outside / "precious")
+        with pytest.raises(TamperError, match=r"run\.log is a symbolic link"):
+            writer.append_note("run.log", b"more\n")
+        with pytest.raises(StoreError, match="not a note file name"):
+            writer.append_note("records.log", b"more\n")
+    assert (outside / "precious").read_bytes() == b"must not change\n"
+
+
+def test_run_log_goes_to_the_store_opened_even_when_its_path_is_swapped(
+    tmp_path: Path, outside: Path
+) -> None:
+    """The store directory renamed away and its path made a link to another directory while
+    the writer works: the note still lands in the store the writer opened."""
+    root = tmp_path / "run"
+    moved = tmp_path / "moved"
+    with RunStore.create(root, LOCK, ROWS) as writer:
+        root.rename(moved)
+        root.symlink_to(outside)
+        writer.append_note("run.log", b'{"session": "run"}\n')
+    assert (moved / "run.log").read_bytes() == b'{"session": "run"}\n'
+    assert not (outside / "run.log").exists()

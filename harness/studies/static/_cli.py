@@ -35,6 +35,7 @@ from harness.studies.static.run import (
     resume_static,
     run_static,
 )
+from harness.terminal import echo
 
 __all__ = ["add_static_commands", "report_cmd", "resume_cmd", "run_cmd"]
 
@@ -71,19 +72,19 @@ def _controls(max_rpm: int | None, max_tpm: int | None, assume_yes: bool) -> Run
 
 def _echo(outcome: StaticOutcome) -> None:
     if outcome.complete:
-        click.echo(f"complete: {outcome.done} snapshots, manifest {outcome.manifest}")
+        echo(f"complete: {outcome.done} snapshots, manifest {outcome.manifest}")
         return
     if outcome.orphaned_attempts:
-        click.echo(
+        echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
             "(bound into the first record of this session)"
         )
-    click.echo(
+    echo(
         f"wrote {outcome.decisions} decisions on {outcome.committed} snapshots "
         f"({outcome.attempts} provider attempts, {outcome.provider}) to {outcome.store}; "
         f"{outcome.done}/{outcome.snapshots} snapshots committed"
     )
-    click.echo(
+    echo(
         f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
         "rewritten store)"
     )
@@ -202,12 +203,12 @@ def report_cmd(store_dir: Path, out: Path | None) -> None:
     table = render_table2(results)["md"].split("\n\n", 1)[0]
     partial = partial_line(results)
     if partial is not None:
-        click.echo(partial)
-    click.echo(table.rstrip("\n"))
-    click.echo()
-    click.echo(h1_line(results))
+        echo(partial)
+    echo(table.rstrip("\n"))
+    echo()
+    echo(h1_line(results))
     written = [name for name in REPORT_FILES if (target / name).is_file()]
-    click.echo(f"wrote {', '.join(written)} to {target}", err=True)
+    echo(f"wrote {', '.join(written)} to {target}", err=True)
 
 
 def add_static_commands(main: click.Group) -> None:

@@ -36,6 +36,7 @@ from harness.studies.v2.study import (
     stored_identity,
     summary_rows,
 )
+from harness.terminal import echo, json_out
 from preflight import run_preflight
 
 __all__ = ["v2_group"]
@@ -71,29 +72,29 @@ def _require_environment_option(f: Callable[..., None]) -> Callable[..., None]:
 def _echo_outcome(store: Path, outcome: Outcome) -> None:
     report = outcome.report
     if outcome.complete:
-        click.echo(f"complete: {report.done} cells, manifest {outcome.manifest}")
+        echo(f"complete: {report.done} cells, manifest {outcome.manifest}")
         return
     rate = report.committed / report.wall_seconds if report.wall_seconds > 0 else 0.0
     lines = status_lines(store)
-    click.echo(lines[0])  # the store, and the pilot label of a pilot
-    click.echo(lines[1])  # the provider and model
-    click.echo(lines[2])  # the environment that produced it
+    echo(lines[0])  # the store, and the pilot label of a pilot
+    echo(lines[1])  # the provider and model
+    echo(lines[2])  # the environment that produced it
     if outcome.orphaned_attempts:
-        click.echo(
+        echo(
             f"orphaned attempts from an earlier session: {outcome.orphaned_attempts} "
             "(bound into the first record of this session)"
         )
-    click.echo(
+    echo(
         f"cells: {report.done}/{report.total} committed, {report.committed} this session in "
         f"{report.wall_seconds:.1f} s ({rate:.1f} cells/s)"
     )
     if outcome.manifest is not None:
-        click.echo(
+        echo(
             f"manifest: {outcome.manifest} (keep this digest elsewhere: it reveals a cut or "
             "rewritten store)"
         )
     for line in lines[6:]:
-        click.echo(line)
+        echo(line)
 
 
 @v2_group.command("run")
@@ -220,10 +221,10 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             "environment": msgspec.to_builtins(session_environments(view.genesis, view.journal)),
             "pipelines": summary_rows(results),
         }
-        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+        json_out(msgspec.json.format(msgspec.json.encode(doc), indent=2))
     else:
         for line in status_lines(store_dir, read=(results, view)):
-            click.echo(line)
+            echo(line)
     if view.report.status is VerifyStatus.IN_PROGRESS:
         sys.stdout.flush()
         sys.exit(EXIT_IN_PROGRESS)

@@ -17,6 +17,7 @@ from harness.errors import AnchorMismatchError, InputError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.report import REPORT_DIR, build_report, write_report
+from harness.terminal import echo, json_out
 
 __all__ = ["brief_report", "v2_compare_cmd", "v2_report_cmd"]
 
@@ -69,13 +70,13 @@ def v2_report_cmd(
     written = write_report(bundle, target)
     markdown = bundle.files["report.md"].decode()
     if brief:
-        click.echo(brief_report(markdown))
-        click.echo(f"wrote {len(written)} files to {target}; the whole report, every cell's")
-        click.echo("transcript included, is one page:")
-        click.echo(f"open {target / 'report.html'}")
+        echo(brief_report(markdown))
+        echo(f"wrote {len(written)} files to {target}; the whole report, every cell's")
+        echo("transcript included, is one page:")
+        echo(f"open {target / 'report.html'}")
         return
-    click.echo(markdown, nl=False)
-    click.echo(f"wrote {len(written)} files to {target}", err=True)
+    echo(markdown, nl=False)
+    echo(f"wrote {len(written)} files to {target}", err=True)
 
 
 _BRIEF: Final = ("## Table 4", "## Hypotheses")
@@ -119,6 +120,6 @@ def v2_compare_cmd(store_a: Path, store_b: Path, config_path: Path | None, as_js
     comparison = compare_stores(store_a, store_b, config)
     if as_json:
         encoded = msgspec.json.format(msgspec.json.encode(comparison), indent=2)
-        click.echo(encoded.decode())
+        json_out(encoded)
         return
-    click.echo(render_comparison(comparison), nl=False)
+    echo(render_comparison(comparison), nl=False)

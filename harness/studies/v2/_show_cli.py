@@ -20,6 +20,7 @@ from harness.errors import StoreError
 from harness.resources import data_path
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.outcomes import POLICIES, CellResult, decode_cell, read_v2_store
+from harness.terminal import echo, json_out
 
 __all__ = ["v2_cells_cmd", "v2_show_cmd"]
 
@@ -80,10 +81,10 @@ def v2_show_cmd(store: Path, cell_id: str, as_json: bool, config_path: Path | No
     (transcript,) = load_transcripts(store, config, cell_ids=[cell_id])
     if as_json:
         data = msgspec.json.encode(transcript, order="sorted")
-        sys.stdout.buffer.write(msgspec.json.format(data, indent=2) + b"\n")
+        json_out(msgspec.json.format(data, indent=2))
         sys.stdout.flush()
         return
-    click.echo(render_transcript(transcript))
+    echo(render_transcript(transcript))
 
 
 def _matches(result: CellResult, outcome: str | None, fault: str | None) -> bool:
@@ -149,14 +150,12 @@ def v2_cells_cmd(
             "matching": rows,
         }
         data = msgspec.json.encode(doc, order="sorted")
-        sys.stdout.buffer.write(msgspec.json.format(data, indent=2) + b"\n")
+        json_out(msgspec.json.format(data, indent=2))
         sys.stdout.flush()
         return
     for row in rows:
-        click.echo(
-            f"{row['cell_id']}  {row['outcome']}  fault {row['fault']}  {row['turns']} turns"
-        )
-    click.echo(
+        echo(f"{row['cell_id']}  {row['outcome']}  fault {row['fault']}  {row['turns']} turns")
+    echo(
         f"{len(rows)} of {view.report.cells} committed cells match "
         f"({view.report.schedule_rows} in the schedule)",
         err=True,

@@ -17,6 +17,7 @@ import warnings
 from typing import Any, Final, TextIO
 
 from harness.log import before_log_line
+from harness.terminal import escape
 
 __all__ = ["Progress"]
 
@@ -111,13 +112,13 @@ class Progress:
         self._written = self._done
         if self._live:
             width = max(20, shutil.get_terminal_size().columns - 1)
-            line = self._line()
+            line = escape(self._line())  # the line's own controls are added below
             if len(line) > width:
                 line = line[: width - 3] + "..."
             self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
             self._drawn = not final
         else:
-            self._stream.write(self._line() + "\n")
+            self._stream.write(escape(self._line()) + "\n")
         self._stream.flush()
 
     def start(self, cell_id: str) -> None:

@@ -43,6 +43,7 @@ import msgspec
 
 from harness.environment import describe_store
 from harness.errors import (
+    DurabilityError,
     StudyReportError,
     ToolChildKilledError,
     V2StudyError,
@@ -106,6 +107,7 @@ from harness.studies.v2.schedule import (
     canonical_schedule,
     load_schedule,
 )
+from harness.terminal import escape
 
 __all__ = [
     "Outcome",
@@ -356,7 +358,7 @@ def execute(
     )
     stream = progress_stream if progress_stream is not None else sys.stderr
     if label is not None and show_progress:
-        stream.write(label.describe() + "\n")
+        stream.write(escape(label.describe(), multiline=True) + "\n")
     pacing = pacing or Pacing()
     backend = open_backend()
     probe = _Probe(selection, config)
@@ -409,7 +411,7 @@ def execute(
                 _supersede_partial_report(store_dir)
             probe.journal_into(writer)
             preflight_blob = record_preflight(writer, report)
-            _log_session(store_dir, writer.next_row_index, len(rows), max_cells, resume, pacing)
+            _log_session(writer, len(rows), max_cells, resume, pacing)
             progress = (
                 Progress(
                     stream,
@@ -466,13 +468,13 @@ Not part of the chain: nothing there can change a result, and the records stay b
 whatever ``--max-cells`` was."""
 
 
-def _log_session(
-    store_dir: Path, first_row: int, rows: int, max_cells: int, resume: bool, pacing: Pacing
-) -> None:
+def _log_session(writer: RunStore, rows: int, max_cells: int, resume: bool, pacing: Pacing) -> None:
+    """Append this session's line to ``run.log`` through the writer's directory descriptor
+    (no link followed, no hard-linked file written: a planted one stops the run as tamper)."""
     line: dict[str, Any] = {
         "session": "resume" if resume else "run",
         "started_utc": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "first_row": first_row,
+        "first_row": writer.next_row_index,
         "rows": rows,
         "max_cells": max_cells,
     }
@@ -480,10 +482,9 @@ def _log_session(
         line["max_rpm"] = pacing.max_rpm
         line["max_tpm"] = pacing.max_tpm
     try:
-        with (store_dir / RUN_LOG).open("ab") as out:
-            out.write(msgspec.json.encode(line) + b"\n")
-    except OSError as e:
-        _log.warning("v2.run_log_unwritable", store=str(store_dir), error=e.strerror)
+        writer.append_note(RUN_LOG, msgspec.json.encode(line) + b"\n")
+    except DurabilityError as e:
+        _log.warning("v2.run_log_unwritable", store=str(writer.root), error=str(e))
 
 
 def _stored_pilot(store_dir: Path) -> PilotLabel | None:
