@@ -334,15 +334,15 @@ class Proxy:
             why = f"upstream {tool.upstream} is gone ({link.gone or 'not connected'})"
             episode.log("call_failed", tool=tool.name, upstream=tool.upstream, reason=why)
             return f"The call failed: {why}. No receipt was recorded."
-        meta = ctx.meta or {}
-        wants_progress = "progressToken" in meta or "progress_token" in meta
         request = CallToolRequest(params=CallToolRequestParams(name=tool.tool, arguments=args))
         try:
             raw = await client.session.send_request(
                 request,
                 _RAW,  # type: ignore[type-var]  # a raw dict: the SDK's models drop fields
                 request_read_timeout_seconds=self.call_timeout,
-                progress_callback=ctx.session.report_progress if wants_progress else None,
+                # Relayed always: on the in-process 2026 path a client's wish for progress is not
+                # in the request's _meta, and report_progress is a no-op for a client without it.
+                progress_callback=ctx.session.report_progress,
             )
             size = len(msgspec.json.encode(raw))
             problem = result_problem(raw, size, self.max_result_bytes)

@@ -1,0 +1,319 @@
+"""The MCP proxy in process: real upstream subprocesses over stdio, the SDK's own clients.
+
+Both protocol eras the SDK speaks are driven in memory (``mode="legacy"``: the initialize
+handshake; ``"auto"``: the 2026-07-28 envelope). The upstreams are ours: the benchmark's tools
+(``harness.mcp_proxy.benchmark``) and a toy server (``mcp_toys.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from gate_support import CallAction, Script, Seen, task_by_id
+from mcp import Client
+from mcp_support import ERAS, last_text, receipt_ids, running_proxy
+from mcp_toys import TOOLS, toys_contract
+
+from harness.gate import GateRecord, reverify
+from harness.mcp_proxy.benchmark import benchmark_contract, benchmark_server
+from harness.worlds import build_tasks, generate_world
+
+CITE = ["c01.0", "c02.0", "c03.0"]
+ARGMAX = {"op": "argmax", "key": "entity"}
+HONEST = {"total_visits": 293, "busiest_site": "site-a"}
+
+
+def _claims(evidence: list[str], total: int = 293) -> list[dict[str, Any]]:
+    return [
+        {"slot": "total_visits", "value": total, "evidence": evidence, "transform": {"op": "sum"}},
+        {"slot": "busiest_site", "value": "site-a", "evidence": evidence, "transform": ARGMAX},
+    ]
+
+
+def _record(directory: Path) -> GateRecord:
+    return msgspec.json.decode((directory / "record.json").read_bytes(), type=GateRecord)
+
+
+def _events(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (directory / "log.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_every_upstream_tool_is_exposed_under_a_free_name_with_its_schemas(
+    tmp_path: Path, mode: str
+) -> None:
+    async def body() -> None:
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode=mode) as client,
+        ):
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            exposed = dict(proxy.exposed)
+        bench = {t["name"]: t for t in (await _bench_tools())}
+        toys = {t["name"]: t for t in TOOLS}
+        expected = {
+            *(n for n in bench if n != "describe_world"),
+            *(n for n in toys if n not in ("describe_world", "ect_submit")),
+            "bench__describe_world",
+            "toys__describe_world",
+            "toys__ect_submit",
+            "ect_submit",
+        }
+        assert set(listed) == expected
+        assert set(exposed) == expected - {"ect_submit"}
+        for name, behind in exposed.items():
+            source = (bench if behind.upstream == "bench" else toys)[behind.tool]
+            assert listed[name].input_schema == source["inputSchema"]
+            assert listed[name].output_schema == source.get("outputSchema")
+        assert listed["ect_submit"].input_schema["required"] == ["claims", "answer"]
+
+    anyio.run(body)
+
+
+async def _bench_tools() -> list[dict[str, Any]]:
+    async with Client(benchmark_server("00"), mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+    return [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_a_scripted_agent_is_refused_three_ways_then_certified(tmp_path: Path, mode: str) -> None:
+    async def body() -> list[tuple[bool, str]]:
+        out: list[tuple[bool, str]] = []
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode=mode) as client,
+        ):
+            ids = []
+            for site in ("site-a", "site-b", "site-c", "site-d"):
+                result = await client.call_tool("site_visits", {"site": site})
+                assert not result.is_error
+                ids += receipt_ids(result)
+                assert ids[-1] in last_text(result)
+            assert ids == ["c01.0", "c02.0", "c03.0", "c04.0"]
+            submit = [
+                ({"claims": _claims([]), "answer": HONEST}),  # no evidence
+                ({"claims": _claims(["c01.0", "c02.0", "c04.0"]), "answer": HONEST}),  # scope
+                ({"claims": _claims(CITE), "answer": {**HONEST, "total_visits": 290}}),  # altered
+                ({"claims": _claims(CITE), "answer": HONEST}),  # honest
+            ]
+            for args in submit:
+                result = await client.call_tool("ect_submit", args)
+                out.append((bool(result.is_error), str(result.content[0].text)))
+            after = await client.call_tool("site_visits", {"site": "site-a"})
+            assert after.is_error and "This run has ended (complete)" in last_text(after)
+        return out
+
+    results = anyio.run(body)
+    assert [error for error, _ in results] == [True, True, True, False]
+    assert "EVIDENCE_EMPTY" in results[0][1] and "What to do" in results[0][1]
+    assert "SCOPE_ENTITY" in results[1][1]
+    assert "REPLAY_ANSWER_MISMATCH" in results[2][1]
+    assert results[3][1].endswith('Certified answer: {"busiest_site":"site-a","total_visits":293}')
+
+    run = tmp_path / "runs" / "run-01"
+    record = _record(run)
+    assert [s.verdict.value for s in record.submissions] == [
+        "continue",
+        "continue",
+        "continue",
+        "complete",
+    ]
+    assert all(r.agrees for r in reverify(record))
+    assert [e["event"] for e in _events(run)] == ["call"] * 4 + ["submit"] * 4
+    for n, code in ((3, 1), (4, 0)):
+        sub = run / f"submission-{n:02d}"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "verify",
+                "--descriptor",
+                str(run / "descriptor.json"),
+                "--requirements",
+                str(run / "requirements.json"),
+                "--ledger",
+                str(sub / "ledger.json"),
+                "--certificate",
+                str(sub / "certificate.json"),
+                "--answer",
+                str(sub / "answer.json"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == code, done.stderr
+
+
+def test_an_upstream_error_result_is_a_receipt_no_claim_may_use(tmp_path: Path) -> None:
+    async def body() -> tuple[Any, Any]:
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            failed = await client.call_tool("site_visits", {"site": "site-a", "fail": True})
+            for site in ("site-b", "site-c"):
+                await client.call_tool("site_visits", {"site": site})
+            refused = await client.call_tool(
+                "ect_submit", {"claims": _claims(CITE), "answer": HONEST}
+            )
+        return failed, refused
+
+    failed, refused = anyio.run(body)
+    assert failed.is_error  # forwarded as the upstream sent it
+    assert receipt_ids(failed) == ["c01.0"]
+    assert "the call failed: no claim may cite it" in last_text(failed)
+    assert refused.is_error and "EVIDENCE_UNSUCCESSFUL" in refused.content[0].text
+    receipt = _record(tmp_path / "runs" / "run-01").calls[0].receipts[0]
+    assert (receipt.exec_status, receipt.value) == ("error", 120)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_progress_is_relayed(tmp_path: Path, mode: str) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async def body() -> None:
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode=mode) as client,
+        ):
+            result = await client.call_tool("slow", {}, progress_callback=progress)
+            assert result.content[0].text == "done"
+
+    anyio.run(body)
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+
+    async def body() -> None:
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            with anyio.move_on_after(1.0) as scope:
+                await client.call_tool("hang", {"marker": str(marker)})
+            assert scope.cancelled_caught
+            with anyio.fail_after(20):
+                while not marker.exists():
+                    await anyio.sleep(0.05)
+            after = await client.call_tool("site_visits", {"site": "site-a"})
+            assert receipt_ids(after) == ["c01.0"]
+
+    anyio.run(body)
+    record = _record(tmp_path / "runs" / "run-01")
+    assert [c.tool_id for c in record.calls] == ["site_visits"]
+    assert [e["tool"] for e in _events(tmp_path / "runs" / "run-01")] == ["site_visits"]
+
+
+def test_a_20_mb_result_is_forwarded_whole(tmp_path: Path) -> None:
+    async def body() -> Any:
+        async with (
+            running_proxy(toys_contract(), tmp_path) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            return await client.call_tool("big", {"mb": 20})
+
+    result = anyio.run(body)
+    assert len(result.content[0].text) == 20 * 1024 * 1024
+    assert result.structured_content == {"size": 20 * 1024 * 1024}
+    assert "no receipt (not an evidence tool)" in last_text(result)
+
+
+def test_an_oversized_result_is_an_error_and_no_receipt(tmp_path: Path) -> None:
+    async def body() -> Any:
+        async with (
+            running_proxy(toys_contract(), tmp_path, max_result_bytes=1024 * 1024) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            return await client.call_tool("big", {"mb": 2})
+
+    result = anyio.run(body)
+    assert result.is_error
+    assert "over the proxy's limit of 1048576" in result.content[0].text
+    run = tmp_path / "runs" / "run-01"
+    assert _record(run).calls == ()
+    assert [e["event"] for e in _events(run)] == ["call_failed"]
+
+
+def test_a_protocol_error_a_timeout_and_a_dead_upstream_are_error_results(
+    tmp_path: Path,
+) -> None:
+    async def body() -> list[Any]:
+        out = []
+        async with (
+            running_proxy(toys_contract(), tmp_path, call_timeout=2.0) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            out.append(await client.call_tool("broken", {}))
+            out.append(await client.call_tool("hang", {"marker": str(tmp_path / "m")}))
+            out.append(await client.call_tool("die", {}))
+            out.append(await client.call_tool("site_visits", {"site": "site-a"}))
+            out.append(await client.call_tool("get_parent", {"entity": "R1"}))  # bench lives on
+        return out
+
+    broken, hung, died, after, bench = anyio.run(body)
+    for result in (broken, hung, died, after):
+        assert result.is_error
+        assert "No receipt was recorded." in result.content[0].text
+    assert "upstream toys answered with an error" in broken.content[0].text
+    assert not bench.is_error
+    run = tmp_path / "runs" / "run-01"
+    assert [c.tool_id for c in _record(run).calls] == ["get_parent"]
+    assert [e["event"] for e in _events(run)] == ["call_failed"] * 4 + ["call"]
+
+
+def test_each_in_memory_connection_is_its_own_run(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with running_proxy(toys_contract(), tmp_path) as proxy:
+            for _ in range(2):
+                async with Client(proxy.server, mode="legacy") as client:
+                    result = await client.call_tool("site_visits", {"site": "site-a"})
+                    assert receipt_ids(result) == ["c01.0"]
+
+    anyio.run(body)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run-01", "run-02"]
+
+
+FAMILY_TASKS = [task.task_id for task in build_tasks(generate_world("00"))]
+
+
+@pytest.mark.parametrize("task_id", FAMILY_TASKS)
+def test_the_benchmark_tools_through_the_proxy_certify_an_honest_run(
+    tmp_path: Path, task_id: str
+) -> None:
+    task, _ = task_by_id(task_id)
+    script = Script(task, "honest")
+
+    async def body() -> Any:
+        async with (
+            running_proxy(benchmark_contract(task), tmp_path) as proxy,
+            Client(proxy.server, mode="auto") as client,
+        ):
+            seen: list[Seen] = []
+            while isinstance(action := script.next(seen), CallAction):
+                result = await client.call_tool(action.tool_id, action.args)
+                call_id = (result.meta or {})["ect/receipts"]["call_id"]
+                seen.append(Seen(call_id, action.tool_id, action.args, result.structured_content))
+            submission = script.submission(seen)
+            return await client.call_tool(
+                "ect_submit",
+                {"claims": json.loads(submission.claims), "answer": json.loads(submission.answer)},
+            )
+
+    result = anyio.run(body)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"verdict": "complete", "answer": dict(task.gold)}
