@@ -15,7 +15,7 @@ import pytest
 from harness.cli import _LAZY, main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "examples" / "regional-sum"
-HEAVY = ("numpy", "matplotlib", "google.genai", "trio")
+HEAVY = ("numpy", "matplotlib", "google.genai", "trio", "mcp", "mcp_types")
 
 # Run the CLI in a fresh interpreter and print, at exit, every module it imported.
 _PROBE = (
@@ -59,6 +59,13 @@ def test_core_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
     assert code == 0
     loaded = sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
     assert loaded == []
+
+
+def test_mcp_proxy_help_imports_nothing_of_mcp() -> None:
+    # The SDK is imported only once the contract and the upstream specs have been checked.
+    code, modules = _imported("mcp-proxy", "--help")
+    assert code == 0
+    assert sorted(m for m in modules if m in ("mcp", "mcp_types") or m.startswith("mcp.")) == []
 
 
 def test_a_study_command_still_loads_its_modules() -> None:

@@ -34,16 +34,19 @@ async def running_proxy(
 ) -> AsyncIterator[Proxy]:
     """A proxy in process over both upstreams (each a real stdio subprocess)."""
     gate = load_contract(json.dumps(contract).encode())
-    with open(tmp / "upstream-stderr.txt", "w") as errlog:
+    with open(tmp / "upstream-stderr.txt", "w") as errlog:  # noqa: ASYNC230 - opened once
         async with Proxy(gate, UPSTREAMS, tmp / "runs", errlog=errlog, **options) as proxy:
             yield proxy
 
 
-def http_client(url: str, episode: str | None, mode: str) -> Client:
+@asynccontextmanager
+async def http_client(url: str, episode: str | None, mode: str) -> AsyncIterator[Client]:
     """A client of the proxy over streamable HTTP, naming its run with the episode header."""
     headers = {"ect-episode": episode} if episode is not None else {}
-    transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
-    return Client(transport, mode=mode)
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode) as client:
+            yield client
 
 
 def receipt_ids(result: Any) -> list[str]:
@@ -53,4 +56,9 @@ def receipt_ids(result: Any) -> list[str]:
 
 def last_text(result: Any) -> str:
     """The text of a result's last content block (where the proxy names the receipts)."""
-    return str(result.content[-1].text)
+    return str(getattr(result.content[-1], "text", ""))
+
+
+def first_text(result: Any) -> str:
+    """The text of a result's first content block."""
+    return str(getattr(result.content[0], "text", ""))

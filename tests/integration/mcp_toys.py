@@ -10,7 +10,6 @@ exits mid-call) and ``broken`` (the handler raises: a protocol error, not a resu
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -83,7 +82,8 @@ def toys_server() -> Server[Any]:
             try:
                 await anyio.sleep_forever()
             finally:
-                Path(str(args["marker"])).write_text("cancelled")
+                # Synchronous on purpose: an await here would be cancelled before it wrote.
+                Path(str(args["marker"])).write_text("cancelled")  # noqa: ASYNC240
         if name == "big":
             size = int(args.get("mb", 20)) * 1024 * 1024
             return _text("x" * size, structuredContent={"size": size})
@@ -151,4 +151,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

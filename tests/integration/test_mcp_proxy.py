@@ -18,7 +18,7 @@ import msgspec
 import pytest
 from gate_support import CallAction, Script, Seen, task_by_id
 from mcp import Client
-from mcp_support import ERAS, last_text, receipt_ids, running_proxy
+from mcp_support import ERAS, first_text, last_text, receipt_ids, running_proxy
 from mcp_toys import TOOLS, toys_contract
 
 from harness.gate import GateRecord, reverify
@@ -106,14 +106,16 @@ def test_a_scripted_agent_is_refused_three_ways_then_certified(tmp_path: Path, m
             ]
             for args in submit:
                 result = await client.call_tool("ect_submit", args)
-                out.append((bool(result.is_error), str(result.content[0].text)))
+                out.append((bool(result.is_error), first_text(result)))
             after = await client.call_tool("site_visits", {"site": "site-a"})
-            assert after.is_error and "This run has ended (complete)" in last_text(after)
+            assert after.is_error
+            assert "This run has ended (complete)" in last_text(after)
         return out
 
     results = anyio.run(body)
     assert [error for error, _ in results] == [True, True, True, False]
-    assert "EVIDENCE_EMPTY" in results[0][1] and "What to do" in results[0][1]
+    assert "EVIDENCE_EMPTY" in results[0][1]
+    assert "What to do" in results[0][1]
     assert "SCOPE_ENTITY" in results[1][1]
     assert "REPLAY_ANSWER_MISMATCH" in results[2][1]
     assert results[3][1].endswith('Certified answer: {"busiest_site":"site-a","total_visits":293}')
@@ -172,7 +174,8 @@ def test_an_upstream_error_result_is_a_receipt_no_claim_may_use(tmp_path: Path) 
     assert failed.is_error  # forwarded as the upstream sent it
     assert receipt_ids(failed) == ["c01.0"]
     assert "the call failed: no claim may cite it" in last_text(failed)
-    assert refused.is_error and "EVIDENCE_UNSUCCESSFUL" in refused.content[0].text
+    assert refused.is_error
+    assert "EVIDENCE_UNSUCCESSFUL" in first_text(refused)
     receipt = _record(tmp_path / "runs" / "run-01").calls[0].receipts[0]
     assert (receipt.exec_status, receipt.value) == ("error", 120)
 
@@ -181,8 +184,8 @@ def test_an_upstream_error_result_is_a_receipt_no_claim_may_use(tmp_path: Path) 
 def test_progress_is_relayed(tmp_path: Path, mode: str) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async def body() -> None:
         async with (
@@ -190,7 +193,7 @@ def test_progress_is_relayed(tmp_path: Path, mode: str) -> None:
             Client(proxy.server, mode=mode) as client,
         ):
             result = await client.call_tool("slow", {}, progress_callback=progress)
-            assert result.content[0].text == "done"
+            assert first_text(result) == "done"
 
     anyio.run(body)
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
@@ -208,7 +211,7 @@ def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(tmp_path: P
                 await client.call_tool("hang", {"marker": str(marker)})
             assert scope.cancelled_caught
             with anyio.fail_after(20):
-                while not marker.exists():
+                while not marker.exists():  # noqa: ASYNC110 - another process writes it
                     await anyio.sleep(0.05)
             after = await client.call_tool("site_visits", {"site": "site-a"})
             assert receipt_ids(after) == ["c01.0"]
@@ -228,7 +231,7 @@ def test_a_20_mb_result_is_forwarded_whole(tmp_path: Path) -> None:
             return await client.call_tool("big", {"mb": 20})
 
     result = anyio.run(body)
-    assert len(result.content[0].text) == 20 * 1024 * 1024
+    assert len(first_text(result)) == 20 * 1024 * 1024
     assert result.structured_content == {"size": 20 * 1024 * 1024}
     assert "no receipt (not an evidence tool)" in last_text(result)
 
@@ -243,7 +246,7 @@ def test_an_oversized_result_is_an_error_and_no_receipt(tmp_path: Path) -> None:
 
     result = anyio.run(body)
     assert result.is_error
-    assert "over the proxy's limit of 1048576" in result.content[0].text
+    assert "over the proxy's limit of 1048576" in first_text(result)
     run = tmp_path / "runs" / "run-01"
     assert _record(run).calls == ()
     assert [e["event"] for e in _events(run)] == ["call_failed"]
@@ -268,8 +271,8 @@ def test_a_protocol_error_a_timeout_and_a_dead_upstream_are_error_results(
     broken, hung, died, after, bench = anyio.run(body)
     for result in (broken, hung, died, after):
         assert result.is_error
-        assert "No receipt was recorded." in result.content[0].text
-    assert "upstream toys answered with an error" in broken.content[0].text
+        assert "No receipt was recorded." in first_text(result)
+    assert "upstream toys answered with an error" in first_text(broken)
     assert not bench.is_error
     run = tmp_path / "runs" / "run-01"
     assert [c.tool_id for c in _record(run).calls] == ["get_parent"]
@@ -315,5 +318,5 @@ def test_the_benchmark_tools_through_the_proxy_certify_an_honest_run(
             )
 
     result = anyio.run(body)
-    assert not result.is_error, result.content[0].text
+    assert not result.is_error, first_text(result)
     assert result.structured_content == {"verdict": "complete", "answer": dict(task.gold)}
