@@ -4,10 +4,12 @@ An episode owns one ``EctSession`` (one ledger) and one directory, written as th
 ``harness verify`` can re-check it offline at any time:
 
 - ``descriptor.json``, ``requirements.json`` (at the start);
-- ``record.json``: the whole ``GateRecord``, replaced atomically after every call and submit;
 - ``submission-NN/{ledger,certificate,answer,decision}.json``: written once per submission;
-- ``log.jsonl``: one line per event (a call and its receipts, a call that failed and why, a
-  submission and its verdict). No wall-clock time is written.
+- ``record.json``: the whole ``GateRecord``, replaced atomically at the start, after every
+  submission and when the run's connection closes (not after every call: that cost a
+  millisecond a call);
+- ``log.jsonl``: one line per event, flushed as it happens: a recorded call with its receipts
+  in full, a call that failed and why, a submission and its verdict. No wall-clock time.
 """
 
 from __future__ import annotations
@@ -118,17 +120,9 @@ class Episode:
     def record(
         self, tool: str, upstream: str, args: Mapping[str, Any], document: Any
     ) -> RecordedCall:
-        """Record one completed upstream call and save the record."""
+        """Record one completed upstream call and log it with its receipts."""
         recorded = self.session.record_call(tool, args, document)
-        self._save_record()
-        self.log(
-            "call",
-            call_id=recorded.call_id,
-            tool=tool,
-            upstream=upstream,
-            receipts=[r.receipt_id for r in recorded.receipts],
-            note=recorded.note,
-        )
+        self.log("call", upstream=upstream, recorded=recorded)
         return recorded
 
     def submit(self, claims: Any, answer: Any) -> GateDecision:
@@ -156,8 +150,9 @@ class Episode:
         return decision
 
     def close(self) -> None:
-        """Close the log (the files are complete after every step)."""
+        """Save the record and close the log."""
         if not self._log.closed:
+            self._save_record()
             self._log.flush()
             os.fsync(self._log.fileno())
             self._log.close()

@@ -139,6 +139,9 @@ class Proxy:
             ),
             lifespan=self._lifespan,
         )
+        # No tracing span per message: the proxy's own log is its record (and a span costs time
+        # on every forwarded call).
+        self.server.middleware = []
         # Registered as plain handlers: they return the upstreams' JSON as dicts, unmodelled.
         self.server.add_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
         self.server.add_request_handler("tools/call", CallToolRequestParams, self._call_tool)
@@ -238,7 +241,13 @@ class Proxy:
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[_Connection]) -> AsyncIterator[_Connection]:
-        yield _Connection()
+        conn = _Connection()
+        try:
+            yield conn
+        finally:
+            if conn.episode is not None:  # the run's connection closed: its files are final
+                conn.episode.close()
+                self._episodes.pop(str(conn.episode.directory), None)
 
     def _episode(self, ctx: ServerRequestContext[_Connection, Any]) -> Episode | str:
         """The request's episode, or why there is none."""

@@ -219,7 +219,8 @@ def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(tmp_path: P
     anyio.run(body)
     record = _record(tmp_path / "runs" / "run-01")
     assert [c.tool_id for c in record.calls] == ["site_visits"]
-    assert [e["tool"] for e in _events(tmp_path / "runs" / "run-01")] == ["site_visits"]
+    events = _events(tmp_path / "runs" / "run-01")
+    assert [e["recorded"]["tool_id"] for e in events] == ["site_visits"]
 
 
 def test_a_20_mb_result_is_forwarded_whole(tmp_path: Path) -> None:
