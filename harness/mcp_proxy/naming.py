@@ -22,6 +22,7 @@ __all__ = [
     "Upstream",
     "check_episode",
     "check_tool_name",
+    "check_upstreams",
     "expose",
     "parse_upstream",
 ]
