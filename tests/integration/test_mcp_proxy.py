@@ -321,3 +321,47 @@ def test_the_benchmark_tools_through_the_proxy_certify_an_honest_run(
     result = anyio.run(body)
     assert not result.is_error, first_text(result)
     assert result.structured_content == {"verdict": "complete", "answer": dict(task.gold)}
+
+
+def test_an_upstream_over_http_on_loopback_is_gated_like_one_over_stdio(tmp_path: Path) -> None:
+    import socket
+
+    import uvicorn
+    from mcp_toys import toys_server
+
+    from harness.gate import load_contract
+    from harness.mcp_proxy.naming import Upstream
+    from harness.mcp_proxy.server import Proxy
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    config = uvicorn.Config(
+        toys_server().streamable_http_app(), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    upstream = Upstream(name="toys", url=f"http://127.0.0.1:{port}/mcp")
+
+    async def body() -> Any:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            with anyio.fail_after(30):
+                while not server.started:  # noqa: ASYNC110 - uvicorn offers no event
+                    await anyio.sleep(0.05)
+            gate = load_contract(json.dumps(toys_contract()).encode())
+            try:
+                async with (
+                    Proxy(gate, [upstream], tmp_path / "runs") as proxy,
+                    Client(proxy.server, mode="legacy") as client,
+                ):
+                    for site in ("site-a", "site-b", "site-c"):
+                        await client.call_tool("site_visits", {"site": site})
+                    return await client.call_tool(
+                        "ect_submit", {"claims": _claims(CITE), "answer": HONEST}
+                    )
+            finally:
+                server.should_exit = True
+
+    result = anyio.run(body)
+    assert not result.is_error, first_text(result)
+    assert result.structured_content == {"verdict": "complete", "answer": HONEST}
