@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 
@@ -18,6 +21,29 @@ __all__ = ["serve"]
 _log = get_logger("harness.mcp_proxy")
 
 
+def _server(app: Any, host: str, port: int) -> Any:
+    """A uvicorn server that stops on SIGINT/SIGTERM and returns (it does not re-raise the
+    signal after shutting down), so every run's files are closed before the process exits 0."""
+    import uvicorn
+
+    class _Quiet(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            before = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    return _Quiet(config)
+
+
 def serve(
     contract: GateContract,
     upstreams: Sequence[Upstream],
@@ -29,7 +55,7 @@ def serve(
     max_result_bytes: int,
     errlog: TextIO,
 ) -> None:
-    """Start the upstreams, then serve until stdin closes (stdio) or the process is stopped.
+    """Start the upstreams, then serve until stdin closes (stdio), or SIGINT/SIGTERM (HTTP).
 
     Raises:
         UpstreamError: an upstream could not be started or listed.
@@ -59,10 +85,9 @@ def serve(
                         read, write, proxy.server.create_initialization_options()
                     )
                 return
-            import uvicorn
-
             host, port = address
-            config = uvicorn.Config(proxy.http_app(), host=host, port=port, log_level="warning")
-            await uvicorn.Server(config).serve()
+            server = _server(proxy.http_app(), host, port)
+            await server.serve()
+            _log.info("mcp_proxy.stopped")
 
     anyio.run(main)

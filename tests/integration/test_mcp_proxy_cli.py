@@ -107,8 +107,9 @@ def test_http_clients_are_one_run_per_episode_header_and_refused_without(tmp_pat
         try:
             anyio.run(_http_session, url, port)
         finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=30)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+    assert code == 0  # stopped cleanly: every run's files closed
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert runs == ["ep-auto", "ep-legacy"]
     for name in runs:
