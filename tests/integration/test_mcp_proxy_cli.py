@@ -210,3 +210,35 @@ def test_a_bad_upstream_is_one_line(tmp_path: Path, upstream: str, message: str)
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(message), done.stderr
+
+
+_BLOCKED = (
+    "import sys\n"
+    "class Blocker:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('mcp', 'mcp_types'):\n"
+    "            raise ModuleNotFoundError(name)\n"
+    "        return None\n"
+    "sys.meta_path.insert(0, Blocker())\n"
+    "from harness.cli import main\n"
+    "main()\n"
+)
+
+
+def test_without_the_mcp_extra_the_command_names_it(tmp_path: Path) -> None:
+    # The SDK is made missing with an import blocker (it is installed in the test venv).
+    contract = tmp_path / "contract.json"
+    contract.write_text(json.dumps(toys_contract()))
+    args = ["--upstream", "x=true", "--contract", str(contract), "--run-dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", _BLOCKED, "mcp-proxy", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: harness mcp-proxy needs the [mcp] extra: pip install 'ect-harness[mcp]'"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["contract.json"]
