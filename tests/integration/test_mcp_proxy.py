@@ -199,13 +199,16 @@ def test_progress_is_relayed(tmp_path: Path, mode: str) -> None:
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
-def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(
+    tmp_path: Path, mode: str
+) -> None:
     marker = tmp_path / "cancelled"
 
     async def body() -> None:
         async with (
             running_proxy(toys_contract(), tmp_path) as proxy,
-            Client(proxy.server, mode="legacy") as client,
+            Client(proxy.server, mode=mode) as client,
         ):
             with anyio.move_on_after(1.0) as scope:
                 await client.call_tool("hang", {"marker": str(marker)})
@@ -365,3 +368,30 @@ def test_an_upstream_over_http_on_loopback_is_gated_like_one_over_stdio(tmp_path
     result = anyio.run(body)
     assert not result.is_error, first_text(result)
     assert result.structured_content == {"verdict": "complete", "answer": HONEST}
+
+
+def test_the_refusal_budget_ends_in_a_stuck_result_that_is_not_an_error(tmp_path: Path) -> None:
+    async def body() -> list[Any]:
+        async with (
+            running_proxy(toys_contract(max_refusals=2), tmp_path) as proxy,
+            Client(proxy.server, mode="legacy") as client,
+        ):
+            return [
+                await client.call_tool("ect_submit", {"claims": "not json", "answer": HONEST}),
+                await client.call_tool("ect_submit", {"claims": _claims([]), "answer": HONEST}),
+                await client.call_tool("ect_submit", {"claims": _claims(CITE), "answer": HONEST}),
+                await client.call_tool("site_visits", {"site": "site-a"}),
+            ]
+
+    malformed, stuck, again, after = anyio.run(body)
+    assert malformed.is_error
+    assert "ADAPTER_CERTIFICATE_MALFORMED" in first_text(malformed)
+    assert not stuck.is_error
+    assert first_text(stuck).startswith("STOPPED, NOT DONE")
+    assert stuck.structured_content == {"verdict": "stuck", "answer": None}
+    assert first_text(again) == first_text(stuck)  # the run ended: nothing more is judged
+    assert after.is_error
+    assert "This run has ended (stuck)" in first_text(after)
+    record = _record(tmp_path / "runs" / "run-01")
+    assert [s.verdict.value for s in record.submissions] == ["continue", "stuck"]
+    assert all(r.agrees for r in reverify(record))
