@@ -173,12 +173,16 @@ class Proxy:
         """Keep one upstream connected until the proxy stops; its later failure is logged."""
         started = False
         try:
+            # The timeout bounds every request, the handshake included: an upstream that never
+            # answers fails the start instead of hanging it.
+            timeout = self.call_timeout
             if link.spec.url is not None:
-                client = Client(link.spec.url)
+                client = Client(link.spec.url, read_timeout_seconds=timeout)
             else:
                 argv = link.spec.argv
                 target = StdioServerParameters(command=argv[0], args=list(argv[1:]))
-                client = Client(stdio_client(target, errlog=self._errlog))
+                transport = stdio_client(target, errlog=self._errlog)
+                client = Client(transport, read_timeout_seconds=timeout)
             async with client:
                 link.client = client
                 link.tools = await self._list_all(client)

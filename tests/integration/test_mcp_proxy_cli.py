@@ -181,6 +181,7 @@ def test_a_contract_that_does_not_parse_is_one_line_before_any_upstream(tmp_path
     ("upstream", "message"),
     [
         ("x=/nonexistent/tool-server", "error: upstream x could not be started or listed:"),
+        ("x=sleep 60", "error: upstream x could not be started or listed:"),  # never answers
         ("cmd", "error: --upstream 'cmd': expected NAME=COMMAND or NAME=URL"),
         ("1x=cmd", "error: --upstream '1x=cmd': NAME must be a letter"),
     ],
@@ -200,11 +201,14 @@ def test_a_bad_upstream_is_one_line(tmp_path: Path, upstream: str, message: str)
             str(contract),
             "--run-dir",
             str(tmp_path / "runs"),
+            "--call-timeout",
+            "2",
         ],
         capture_output=True,
         text=True,
         check=False,
         stdin=subprocess.DEVNULL,
+        timeout=60,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
