@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +21,19 @@ from harness.mcp_proxy.server import Proxy
 __all__ = ["serve"]
 
 _log = get_logger("harness.mcp_proxy")
+
+
+async def _stop_on_signal(proxy: Proxy) -> None:
+    """SIGINT/SIGTERM end a stdio proxy: every run's files are completed, then the process exits
+    0 at once. (The SDK reads stdin in a thread that nothing interrupts until the client closes
+    it, so an orderly shutdown would wait for the client; the upstreams see their stdin close.)
+    """
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for sig in signals:
+            proxy.close_runs()
+            _log.info("mcp_proxy.stopped_by_signal", signal=signal.Signals(sig).name)
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def _server(app: Any, host: str, port: int) -> Any:
@@ -80,10 +95,12 @@ def serve(
             if address is None:
                 from mcp.server.stdio import stdio_server
 
-                async with stdio_server() as (read, write):
-                    await proxy.server.run(
-                        read, write, proxy.server.create_initialization_options()
-                    )
+                options = proxy.server.create_initialization_options()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_stop_on_signal, proxy)
+                    async with stdio_server() as (read, write):
+                        await proxy.server.run(read, write, options)
+                    tg.cancel_scope.cancel()  # stdin closed: the client is gone
                 return
             host, port = address
             server = _server(proxy.http_app(), host, port)

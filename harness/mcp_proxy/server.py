@@ -164,10 +164,14 @@ class Proxy:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for episode in self._episodes.values():
-            episode.close()
+        self.close_runs()
         if self._stack is not None:
             await self._stack.__aexit__(None, None, None)
+
+    def close_runs(self) -> None:
+        """Complete every open run's files (record.json, the log): the proxy is stopping."""
+        for episode in self._episodes.values():
+            episode.close()
 
     async def _hold(self, link: _Link, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep one upstream connected until the proxy stops; its later failure is logged."""

@@ -246,3 +246,33 @@ def test_without_the_mcp_extra_the_command_names_it(tmp_path: Path) -> None:
         "error: harness mcp-proxy needs the [mcp] extra: pip install 'ect-harness[mcp]'"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["contract.json"]
+
+
+def test_sigterm_ends_a_stdio_proxy_with_its_run_files_complete(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, *_proxy_args(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    client = {"name": "raw", "version": "1"}
+    messages = [
+        {"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+         "capabilities": {}, "clientInfo": client}},
+        {"method": "notifications/initialized"},
+        {"id": 2, "method": "tools/call",
+         "params": {"name": "site_visits", "arguments": {"site": "site-a"}}},
+    ]  # fmt: skip
+    for message in messages:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    proc.stdin.flush()
+    while json.loads(proc.stdout.readline()).get("id") != 2:
+        pass
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    proc.stdin.close()
+    proc.stdout.close()
+    record = _record(tmp_path / "runs" / "run-01")  # written when the run ended
+    assert [c.call_id for c in record.calls] == ["c01"]
