@@ -258,7 +258,7 @@ def test_sigterm_ends_a_stdio_proxy_with_its_run_files_complete(tmp_path: Path) 
     assert proc.stdin is not None
     assert proc.stdout is not None
     client = {"name": "raw", "version": "1"}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
          "capabilities": {}, "clientInfo": client}},
         {"method": "notifications/initialized"},
