@@ -23,6 +23,7 @@ import msgspec
 
 from harness.errors import ExportError
 from harness.gate import (
+    EctSession,
     GateContract,
     GateDecision,
     Observation,
@@ -32,7 +33,6 @@ from harness.gate import (
     contract_sources,
     submission_files,
 )
-from harness.gate.session import EctSession
 from harness.safeio import write_atomic
 
 __all__ = ["Episode", "new_episode_dir"]

@@ -14,7 +14,7 @@ the upstream's server identity stamp is dropped so the proxy answers as itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -29,8 +29,10 @@ __all__ = [
     "error_result",
     "forwarded_result",
     "result_document",
+    "receipts_text",
     "result_problem",
     "submit_result",
+    "submit_schema",
 ]
 
 RECEIPTS_META: Final = "ect/receipts"
@@ -198,8 +200,3 @@ def submit_schema() -> dict[str, Any]:
         },
         "required": ["claims", "answer"],
     }
-
-
-def listed(seq: Sequence[str]) -> str:
-    """``a, b, c`` for a log line."""
-    return ", ".join(seq) if seq else "none"
