@@ -27,6 +27,8 @@ from mcp.client.stdio import stdio_client
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp_types import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
     CallToolRequest,
     CallToolRequestParams,
     ListToolsRequest,
@@ -364,7 +366,12 @@ class Proxy:
             size = len(msgspec.json.encode(raw))
             problem = result_problem(raw, size, self.max_result_bytes)
         except MCPError as e:
-            problem = f"upstream {tool.upstream} answered with an error: {_one_line(e)}"
+            if e.code == REQUEST_TIMEOUT:
+                problem = f"upstream {tool.upstream} did not answer within {self.call_timeout:g} s"
+            elif e.code == CONNECTION_CLOSED:
+                problem = f"upstream {tool.upstream} is gone ({_one_line(e)})"
+            else:
+                problem = f"upstream {tool.upstream} answered with an error: {_one_line(e)}"
         except ValidationError as e:
             problem = f"upstream {tool.upstream} sent an invalid result ({e.error_count()} errors)"
         except (msgspec.EncodeError, ValueError, TypeError, OverflowError) as e:

@@ -277,6 +277,9 @@ def test_a_protocol_error_a_timeout_and_a_dead_upstream_are_error_results(
         assert result.is_error
         assert "No receipt was recorded." in first_text(result)
     assert "upstream toys answered with an error" in first_text(broken)
+    assert "upstream toys did not answer within 2 s" in first_text(hung)
+    assert "upstream toys is gone" in first_text(died)
+    assert "upstream toys is gone" in first_text(after)
     assert not bench.is_error
     run = tmp_path / "runs" / "run-01"
     assert [c.tool_id for c in _record(run).calls] == ["get_parent"]
@@ -395,3 +398,35 @@ def test_the_refusal_budget_ends_in_a_stuck_result_that_is_not_an_error(tmp_path
     record = _record(tmp_path / "runs" / "run-01")
     assert [s.verdict.value for s in record.submissions] == ["continue", "stuck"]
     assert all(r.agrees for r in reverify(record))
+
+
+def test_an_invalid_result_from_a_hand_written_upstream_is_an_error_and_no_receipt(
+    tmp_path: Path,
+) -> None:
+    from harness.gate import load_contract
+    from harness.mcp_proxy.naming import Upstream
+    from harness.mcp_proxy.server import Proxy
+
+    raw = Upstream(name="raw", argv=(sys.executable, str(Path(__file__).with_name("mcp_raw.py"))))
+    gate = load_contract(json.dumps(toys_contract()).encode())
+
+    async def body() -> list[Any]:
+        with open(tmp_path / "stderr.txt", "w") as errlog:  # noqa: ASYNC230 - opened once
+            async with (
+                Proxy(gate, [raw], tmp_path / "runs", errlog=errlog, call_timeout=3) as proxy,
+                Client(proxy.server, mode="legacy") as client,
+            ):
+                return [
+                    await client.call_tool("bad_shape", {}),
+                    await client.call_tool("not_a_result", {}),
+                ]
+
+    bad_shape, not_a_result = anyio.run(body)
+    assert bad_shape.is_error
+    assert "upstream raw sent an invalid result (1 errors)" in first_text(bad_shape)
+    # The SDK's client drops a response whose result is not an object, so that call times out.
+    assert not_a_result.is_error
+    assert "upstream raw did not answer within 3 s" in first_text(not_a_result)
+    run = tmp_path / "runs" / "run-01"
+    assert _record(run).calls == ()
+    assert [e["event"] for e in _events(run)] == ["call_failed", "call_failed"]
