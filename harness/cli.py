@@ -83,6 +83,12 @@ def _lock() -> click.Command:
     return lock_cmd
 
 
+def _mcp_proxy() -> click.Command:
+    from harness.mcp_proxy._cli import mcp_proxy_cmd
+
+    return mcp_proxy_cmd
+
+
 def _preflight() -> click.Command:
     from preflight._cli import preflight_cmd
 
@@ -132,6 +138,7 @@ _LAZY: Final[dict[str, tuple[Callable[[], click.Command], str]]] = {
     "export": (_export, "Write a shareable bundle of a run store."),
     "fake-endpoint": (_fake_endpoint, "Serve a loopback Gemini or OpenAI endpoint to rehearse."),
     "lock": (_lock, "Write or check the study lock."),
+    "mcp-proxy": (_mcp_proxy, "Gate an MCP agent: receipts for upstream tools, a checked submit."),
     "preflight": (_preflight, "Run the path-bound preflight checks."),
     "replay": (_replay, "Recompute a store's decisions and reports offline."),
     "sandbox": (_sandbox, "Probe, describe and use the tool sandbox."),

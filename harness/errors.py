@@ -434,3 +434,10 @@ class RunStoppedError(V2StudyError):
 class GateError(HarnessError):
     """A gate cannot be set up as asked: its trusted inputs (descriptor, contract, extractors,
     contract file) are wrong. The model's mistakes are refusals, never this."""
+
+
+# MCP proxy family (harness/mcp_proxy): the proxy's own set-up failures.
+
+
+class UpstreamError(HarnessError):
+    """An upstream MCP server could not be started or listed when the proxy started."""

@@ -15,7 +15,7 @@ import pytest
 from harness.cli import _LAZY, main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "examples" / "regional-sum"
-HEAVY = ("numpy", "matplotlib", "google.genai", "trio")
+HEAVY = ("numpy", "matplotlib", "google.genai", "trio", "mcp", "mcp_types")
 # The gate adapters' frameworks: extras, loaded only by code that imports an adapter.
 FRAMEWORKS = ("inspect_ai", "agents", "harness.integrations")
 
@@ -106,6 +106,13 @@ def test_an_adapter_without_its_extra_names_the_extra(module: str, hidden: str, 
     assert done.stdout.strip() == (
         f"MissingExtraError {module} needs the [{extra}] extra: pip install 'ect-harness[{extra}]'"
     )
+
+
+def test_mcp_proxy_help_imports_nothing_of_mcp() -> None:
+    # The SDK is imported only once the contract and the upstream specs have been checked.
+    code, modules = _imported("mcp-proxy", "--help")
+    assert code == 0
+    assert sorted(m for m in modules if m in ("mcp", "mcp_types") or m.startswith("mcp.")) == []
 
 
 def test_a_study_command_still_loads_its_modules() -> None:
