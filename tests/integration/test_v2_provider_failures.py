@@ -44,7 +44,7 @@ from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config
 
 KEY = "fake-key-provider-failures-0123456789"
 QUOTA = "Resource has been exhausted (e.g. check quota)."
-SALT = b"quota-1"  # a salt under which no cell is made only of 429s (a run-stopping outage)
+SALT = b"quota-2"  # a salt under which no cell is made only of 429s (a run-stopping outage)
 CELLS = 48
 
 
