@@ -1,8 +1,9 @@
 """The attempt machine every networked provider shares (Gemini, OpenAI-compatible endpoints).
 
-What is the same for each: one attempt is journaled as begun, waits for one of the process's
-provider call slots (``harness.capacity``; none within the deadline: ``local_capacity``, never
-sent), then its blocking client call runs on a worker thread holding that slot
+What is the same for each: one attempt waits for one of the process's provider call slots
+(``harness.capacity``; none within the deadline: ``local_capacity``, never sent) and is
+journaled as begun (a caller that cancels it meanwhile journals nothing: nothing was sent),
+then its blocking client call runs on a worker thread holding that slot
 (``trio.to_thread.run_sync(..., abandon_on_cancel=True)``) under ``trio.fail_after(deadline_s)``
 - a deadline the capturing transport enforces on the thread too - while the transport records
 its wire facts, and it ends as a record: succeeded, failed (a failure kind and a one-line,
@@ -414,7 +415,6 @@ class NetworkProvider(ABC, Generic[R]):
         intent: AttemptIntent,
     ) -> tuple[AttemptRecord, dict[str, Any] | None]:
         deadline_s = request.config.gemini.deadline_s
-        audit.journal.begin(intent)
         record_fields = functools.partial(
             self._record, config=request.config, audit=audit, intent=intent
         )
@@ -425,6 +425,16 @@ class NetworkProvider(ABC, Generic[R]):
         try:
             with trio.move_on_after(deadline_s):
                 await slot.reserve()
+            # Cancelled while waiting for a slot (waiting yields to the other cells, one of
+            # which may stop the run): nothing was sent, so nothing is journaled. Nothing
+            # below yields before the worker thread starts, so every attempt journaled as
+            # begun is sent, or said never to be (``local_capacity``).
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            slot.release_unless_handed()
+            raise
+        audit.journal.begin(intent)
+        try:
             if not slot.held:
                 record = record_fields(
                     capture=capture,

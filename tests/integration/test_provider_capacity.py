@@ -128,7 +128,7 @@ def test_a_dripping_reply_is_given_up_at_the_deadline_and_frees_its_thread(
 def test_an_attempt_with_no_free_slot_is_a_local_failure_never_sent(fake: FakeGemini) -> None:
     fake.always(output(GOOD))
     provider = _provider(fake)
-    audit, journal, _ = memory_audit()
+    audit, _, _ = memory_audit()
 
     async def go() -> tuple[ProviderResult, ProviderResult]:
         limiter = capacity.install(1).providers  # 2 slots
@@ -158,6 +158,40 @@ def test_an_attempt_with_no_free_slot_is_a_local_failure_never_sent(fake: FakeGe
     assert breaker.tripped is not None
     assert "local_capacity" in breaker.tripped
     assert served.output == GOOD
+
+
+def test_an_attempt_cancelled_while_waiting_for_a_slot_is_neither_sent_nor_journaled(
+    fake: FakeGemini,
+) -> None:
+    # The run stops (breaker, Ctrl-C) by cancelling its cells; a cell waiting for a slot then
+    # sent nothing, so the journal may hold nothing of it: every attempt journaled is one the
+    # endpoint received, or one said never to be sent.
+    fake.always(output(GOOD))
+    provider = _provider(fake)
+    audit, journal, _ = memory_audit()
+
+    async def go() -> tuple[bool, ProviderResult]:
+        limiter = capacity.install(1).providers  # 2 slots
+        held = [object(), object()]
+        for borrower in held:
+            await limiter.acquire_on_behalf_of(borrower)
+        with trio.move_on_after(0.3) as waiting:  # well within the 5 s deadline
+            await provider.generate(_request(5.0), audit)
+        for borrower in held:
+            limiter.release_on_behalf_of(borrower)
+        served = await provider.generate(_request(5.0), audit)
+        return waiting.cancelled_caught, served
+
+    try:
+        cancelled, served = trio.run(go)
+    finally:
+        provider.close()
+    assert cancelled
+    assert served.output == GOOD
+    (_begun, ended) = journal.entries  # the served attempt only
+    assert isinstance(ended, AttemptRecord)
+    assert ended.status is AttemptStatus.SUCCEEDED
+    assert len(fake.generate_requests) == 1
     assert len(fake.generate_requests) == 1  # only the second attempt reached the endpoint
     assert [type(e).__name__ for e in journal.entries[:2]] == ["AttemptIntent", "AttemptRecord"]
 
