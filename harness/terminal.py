@@ -98,7 +98,7 @@ def json_out(data: bytes | str) -> None:
     """Print a JSON document (UTF-8) and a newline on stdout, its unsafe characters escaped.
 
     JSON encoders escape C0 controls but write C1 controls, bidi and format characters raw;
-    here they become ``\\uXXXX`` escapes, which decode to the same value.
+    here they become ``\\uHHHH`` escapes, which decode to the same value.
     """
     text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
     if not (text.isascii() and text.isprintable()):

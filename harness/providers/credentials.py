@@ -9,7 +9,7 @@ the environment too, so no child inherits it.
 
 The key lives only inside a ``Credential``: its repr names the source, never the key; it refuses
 pickling; it can mask itself out of any string, byte string or JSON value before that is
-recorded, in every spelling a decoder turns back into the key (raw, JSON ``\\uXXXX`` or
+recorded, in every spelling a decoder turns back into the key (raw, JSON ``\\uHHHH`` or
 backslash escapes at any nesting depth, percent escapes: ``key_pattern``). Error
 messages name the source and what is wrong with it, never any content.
 """
@@ -63,7 +63,7 @@ class CredentialSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 def _spellings(char: str) -> str:
     """A regex for one key character as it may be written in stored text: itself, a JSON
-    ``\\uXXXX`` escape behind any number of backslashes (JSON inside JSON), a backslash escape
+    ``\\uHHHH`` escape behind any number of backslashes (JSON inside JSON), a backslash escape
     (``\\/``, ``\\"``, ``\\\\``) or a percent escape."""
     code = ord(char)
     hexes = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:04x}")
