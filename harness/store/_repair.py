@@ -48,8 +48,8 @@ from harness.store._model import (
     VerifyReport,
     VerifyStatus,
 )
-from harness.store._scan import scan
 from harness.store._values import lock_digest
+from harness.store.scan import scan
 
 __all__ = ["Repaired", "repair_for_resume"]
 

@@ -3,7 +3,7 @@ genesis binds (lock, schedule, each row).
 
 A value the store writes must be plain JSON (string keys, finite numbers, no other types); a
 msgspec type given by the study refuses unknown fields. The schedule's rows and row digests are
-split exactly as verification derives them (``_scan_inputs``).
+split exactly as verification derives them (``scan.inputs``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import msgspec
 
 from harness.canonical import Domain, NonCanonicalError, canonical_bytes, digest_bytes
 from harness.errors import RecordInvalidError
-from harness.store._scan_inputs import ScheduleRows, split_schedule
+from harness.store.scan.inputs import ScheduleRows, split_schedule
 
 __all__ = [
     "environment_object",

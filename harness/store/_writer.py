@@ -14,7 +14,7 @@ This module does not decide what a result or an attempt means; callers may pass 
 to refuse unknown fields at commit. Creating a store lives in ``_create``, verifying and
 repairing one for resume in ``_repair``, checking what a value or schedule may be in
 ``_values``, checking a dead session's staged attempts in ``_staging``; verification in
-``_scan``.
+``scan``.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ from harness.store._model import (
     VerifyStatus,
 )
 from harness.store._repair import repair_for_resume
-from harness.store._scan import require_store
 from harness.store._staging import begin_line, check_cell, end_line, staged_to_journal
 from harness.store._values import environment_object, json_object, parse_schedule
+from harness.store.scan import require_store
 
 __all__ = ["Resumed", "RunStore"]
 
