@@ -388,7 +388,7 @@ def _libseccomp() -> ctypes.CDLL:
     return lib
 
 
-def compile_seccomp(spec: dict[str, Any], *, pid: int) -> bytes:
+def compile_seccomp(spec: dict[str, Any], *, pid: int) -> bytes:  # noqa: C901 - one straight-line BPF program, each rule emitted in filter order
     """Compile the policy's seccomp rules to a classic BPF program (``struct sock_filter[]``).
 
     Runs in the parent, once per backend: the child then loads the bytes with one ``prctl``

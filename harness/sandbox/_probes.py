@@ -911,7 +911,7 @@ def run_probes(
     return report
 
 
-def _probe(
+def _probe(  # noqa: C901 - the probe run and every judgement, in the order they observe
     backend: ChildBackend,
     t: _Targets,
     info: BackendInfo,

@@ -202,7 +202,7 @@ def run_child(
     )
 
 
-def pump(
+def pump(  # noqa: C901 - one poll loop over stdin, stdout, stderr and the deadline
     in_fd: int,
     out_fd: int,
     err_fd: int,

@@ -158,7 +158,7 @@ def _filters(
     return found
 
 
-def check_profile(text: str) -> list[str]:
+def check_profile(text: str) -> list[str]:  # noqa: C901 - one check per rule of the profile shape, each reported
     """Return every way ``text`` departs from the tool sandbox's Seatbelt shape (empty: fine)."""
     try:
         forms = parse_sbpl(text)

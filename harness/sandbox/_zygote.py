@@ -47,12 +47,14 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _PR_SET_DUMPABLE = 4
 _MAX_HEADER = 1 << 20
 _MAX_FDS = 5
 _EXIT_CHILD_SETUP = 121  # as worker.EXIT_CONFINE_FAILED: the child ran nothing
+_CALL_EVENTS = ("report", "exit", "ctl")  # events a finished call ignores (stale in a round)
 
 
 def _root() -> str:
@@ -167,6 +169,253 @@ class _Call:
             os.killpg(self.pid, signal.SIGKILL)
 
 
+class _Zygote:
+    """The zygote's state and one handler per event its selector reports.
+
+    Events: the control socket (a new call, or end of file: the harness went away), a waiting
+    child's pidfd (``waiting``: it died before its call), and per call its control socket
+    (``ctl``: ``kill``, ``auto``, ``reap`` or close), its pidfd (``exit``), its child's report
+    socket (``report``: pid 1's end in a pid namespace), then ``reap`` (the waiting original
+    is gone) and ``drain`` (the harness closed its end of the call's socket).
+    """
+
+    def __init__(self, control: socket.socket, worker: Any, policy_json: str) -> None:
+        self.control = control
+        self.worker = worker
+        self.policy_json = policy_json
+        self.calls: dict[int, _Call] = {}
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(control, selectors.EVENT_READ, None)
+        self.waiting: list[_Waiting] = []
+        self.assigned: dict[int, _Waiting] = {}
+        # Children whose end was reported before their exit: reaped once they are gone.
+        self.ending: dict[int, int] = {}
+
+    # --- children ---------------------------------------------------------------------------
+
+    def prepare_next(self) -> None:
+        """Fork the next call's child now, so it confines itself before its call arrives."""
+        child = _Waiting(self.control, self.worker, self.policy_json)
+        self.waiting.append(child)
+        self.sel.register(child.pidfd, selectors.EVENT_READ, ("waiting", child))
+
+    def drop(self, child: _Waiting) -> None:
+        self.sel.unregister(child.pidfd)
+        os.close(child.pidfd)
+        child.sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+
+    def assign(self, message: bytes, fds: list[int]) -> int:
+        """Hand the call to a waiting child (a fresh one if it died); its pid."""
+        for _ in range(2):
+            if not self.waiting:
+                self.prepare_next()
+            child = self.waiting.pop(0)
+            try:
+                socket.send_fds(child.sock, [message], fds)
+            except OSError:
+                child.sock.close()
+                os.kill(child.pid, signal.SIGKILL)
+                drop_pidfd = child.pidfd
+                self.sel.unregister(drop_pidfd)
+                os.close(drop_pidfd)
+                os.waitpid(child.pid, 0)
+                continue
+            self.sel.unregister(child.pidfd)
+            self.assigned[child.pid] = child
+            return child.pid
+        return 0
+
+    # --- a call's end -----------------------------------------------------------------------
+
+    def ended(self, call: _Call) -> None:
+        if not call.exited:
+            call.exited = True
+            _send(call.ctl, {"exited": True})
+            if call.auto:
+                self.done(call)
+
+    def done(self, call: _Call) -> None:
+        if call.finished:
+            return
+        call.finished = True
+        key_fd = call.ctl.fileno()
+        self.finish(call)
+        self.calls.pop(key_fd, None)
+        if not self.waiting:
+            # The next call's child confines itself now, not while this call ran beside it.
+            self.prepare_next()
+
+    def finish(self, call: _Call) -> None:
+        """Kill what is left of the call's group, report how it ended, forget the call.
+
+        With a pid namespace the waiting original reported pid 1's end before its own exit
+        (which tears the namespaces down): that report is the answer, and the original is
+        reaped when it is gone. Otherwise the child is reaped here and ``wait4`` answers.
+        """
+        call.kill()
+        if call.report is not None:
+            self.sel.unregister(call.report)
+            call.report.close()
+            call.report = None
+        if call.reported is not None and call.pidfd is not None:
+            _send(call.ctl, call.reported)
+            self.sel.modify(call.pidfd, selectors.EVENT_READ, ("reap", call))
+            self.ending[call.pid] = call.pidfd
+        else:
+            _, wait_status, usage = os.wait4(call.pid, 0)
+            _send(
+                call.ctl,
+                call.reported
+                or {
+                    "status": os.waitstatus_to_exitcode(wait_status),
+                    "cpu_s": usage.ru_utime + usage.ru_stime,
+                    "max_rss_kib": usage.ru_maxrss,
+                },
+            )
+            if call.pidfd is not None:
+                self.sel.unregister(call.pidfd)
+                os.close(call.pidfd)
+        # Closed only once the harness closed its end: closing a socket with a request still
+        # unread (a late ``kill``) would reset it before the harness read the answer.
+        self.sel.modify(call.ctl, selectors.EVENT_READ, ("drain", call))
+
+    # --- events -----------------------------------------------------------------------------
+
+    def on_control(self) -> bool:
+        """A message on the control socket: start its call. False: the harness went away
+        (every child's group is killed)."""
+        try:
+            message, fds, _, _ = socket.recv_fds(self.control, _MAX_HEADER, _MAX_FDS)
+        except OSError:
+            message, fds = b"", []
+        if not message:
+            for call in list(self.calls.values()):
+                call.kill()
+            for child in self.waiting:
+                os.kill(child.pid, signal.SIGKILL)
+            return False
+        if len(fds) not in (4, 5):
+            for fd in fds:
+                os.close(fd)
+            return True
+        ctl = socket.socket(fileno=fds[0])
+        pid = self.assign(message, fds[1:])
+        for fd in fds[1:]:
+            os.close(fd)
+        if not pid:
+            ctl.close()  # the harness sees the call's socket close: no child
+            return True
+        child = self.assigned.pop(pid)
+        call = _Call(ctl, pid, child.pidfd, child.sock)
+        self.calls[ctl.fileno()] = call
+        self.sel.register(ctl, selectors.EVENT_READ, ("ctl", call))
+        self.sel.register(child.pidfd, selectors.EVENT_READ, ("exit", call))
+        self.sel.register(child.sock, selectors.EVENT_READ, ("report", call))
+        _send(ctl, {"pid": pid})
+        return True
+
+    def on_waiting(self, child: _Waiting) -> None:
+        """A child died before its call (killed from outside): fork its successor only when
+        a call needs one. (An event of this round may be stale: the child was given a call
+        earlier in the same round.)"""
+        if child in self.waiting:
+            self.waiting.remove(child)
+            self.drop(child)
+
+    def on_drain(self, call: _Call) -> None:
+        """Close a finished call's socket once the harness closed its end."""
+        try:
+            closed = call.ctl.recv(64) == b""
+        except BlockingIOError:
+            closed = False
+        except OSError:
+            closed = True
+        if closed:
+            self.sel.unregister(call.ctl)
+            call.ctl.close()
+
+    def on_reap(self, call: _Call) -> None:
+        """The waiting original of a reported call is gone: reap it."""
+        assert call.pidfd is not None  # registered for ``reap`` only with its pidfd open
+        self.sel.unregister(call.pidfd)
+        os.close(call.pidfd)
+        self.ending.pop(call.pid, None)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(call.pid, 0)
+
+    def on_report(self, call: _Call) -> None:
+        """The waiting original reports pid 1's end (status, CPU time, peak memory)."""
+        try:
+            words = call.report.recv(256).split() if call.report is not None else []
+        except OSError:
+            words = []
+        if call.report is not None:
+            self.sel.unregister(call.report)
+            call.report.close()
+            call.report = None
+        if len(words) == 3:
+            call.reported = {
+                "status": int(words[0]),
+                "cpu_s": float(words[1]),
+                "max_rss_kib": int(words[2]),
+            }
+            self.ended(call)
+
+    def on_exit(self, call: _Call) -> None:
+        """The call's child has exited (it stays unreaped until the call is done)."""
+        if call.reported is None and call.report is not None:
+            # Gone without a report: its exit status is the answer.
+            self.sel.unregister(call.report)
+            call.report.close()
+            call.report = None
+        assert call.pidfd is not None  # its pidfd is registered for ``exit`` while open
+        self.sel.unregister(call.pidfd)
+        os.close(call.pidfd)
+        call.pidfd = None
+        self.ended(call)
+
+    def on_request(self, call: _Call) -> None:
+        """A request on the call's socket: ``kill``, ``auto``, ``reap``, or its close."""
+        try:
+            request = call.ctl.recv(64)
+        except OSError:
+            request = b""
+        if request == b"kill":
+            call.kill()
+        elif request == b"auto":
+            # No look at the ended child is wanted: reap it as soon as it has ended.
+            call.auto = True
+            if call.exited:
+                self.done(call)
+        elif request in (b"reap", b""):
+            self.done(call)
+
+    def serve(self) -> int:
+        """Dispatch events until the harness closes the control socket."""
+        handlers: dict[str, Callable[[Any], None]] = {
+            "waiting": self.on_waiting,
+            "drain": self.on_drain,
+            "reap": self.on_reap,
+            "report": self.on_report,
+            "exit": self.on_exit,
+            "ctl": self.on_request,
+        }
+        _send(self.control, {"ready": True, "pid": os.getpid()})
+        self.prepare_next()
+        while True:
+            for key, _ in self.sel.select():
+                if key.data is None:
+                    if not self.on_control():
+                        return 0
+                    continue
+                kind, item = key.data
+                if kind in _CALL_EVENTS and item.finished:
+                    continue  # a stale event of this round: an earlier one finished the call
+                handlers[kind](item)
+
+
 def main(argv: list[str]) -> int:
     """Serve calls until the harness closes the control socket."""
     if len(argv) != 4 or argv[0] != "--socket" or argv[2] != "--confine":
@@ -186,207 +435,7 @@ def main(argv: list[str]) -> int:
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         _send(control, {"error": "PR_SET_DUMPABLE failed"})
         return 1
-    calls: dict[int, _Call] = {}
-    sel = selectors.DefaultSelector()
-    sel.register(control, selectors.EVENT_READ, None)
-    waiting: list[_Waiting] = []
-
-    def prepare_next() -> None:
-        """Fork the next call's child now, so it confines itself before its call arrives."""
-        child = _Waiting(control, worker, policy_json)
-        waiting.append(child)
-        sel.register(child.pidfd, selectors.EVENT_READ, ("waiting", child))
-
-    def drop(child: _Waiting) -> None:
-        sel.unregister(child.pidfd)
-        os.close(child.pidfd)
-        child.sock.close()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child.pid, 0)
-
-    def assign(message: bytes, fds: list[int]) -> int:
-        """Hand the call to a waiting child (a fresh one if it died); its pid."""
-        for _ in range(2):
-            if not waiting:
-                prepare_next()
-            child = waiting.pop(0)
-            try:
-                socket.send_fds(child.sock, [message], fds)
-            except OSError:
-                child.sock.close()
-                os.kill(child.pid, signal.SIGKILL)
-                drop_pidfd = child.pidfd
-                sel.unregister(drop_pidfd)
-                os.close(drop_pidfd)
-                os.waitpid(child.pid, 0)
-                continue
-            sel.unregister(child.pidfd)
-            assigned[child.pid] = child
-            return child.pid
-        return 0
-
-    assigned: dict[int, _Waiting] = {}
-    # Children whose end was reported before their exit: reaped once they are gone.
-    ending: dict[int, int] = {}
-
-    def ended(call: _Call) -> None:
-        if not call.exited:
-            call.exited = True
-            _send(call.ctl, {"exited": True})
-            if call.auto:
-                done(call)
-
-    def done(call: _Call) -> None:
-        if call.finished:
-            return
-        call.finished = True
-        key_fd = call.ctl.fileno()
-        finish(call)
-        calls.pop(key_fd, None)
-        if not waiting:
-            # The next call's child confines itself now, not while this call ran beside it.
-            prepare_next()
-
-    def finish(call: _Call) -> None:
-        """Kill what is left of the call's group, report how it ended, forget the call.
-
-        With a pid namespace the waiting original reported pid 1's end before its own exit
-        (which tears the namespaces down): that report is the answer, and the original is
-        reaped when it is gone. Otherwise the child is reaped here and ``wait4`` answers.
-        """
-        call.kill()
-        if call.report is not None:
-            sel.unregister(call.report)
-            call.report.close()
-            call.report = None
-        if call.reported is not None and call.pidfd is not None:
-            _send(call.ctl, call.reported)
-            sel.modify(call.pidfd, selectors.EVENT_READ, ("reap", call))
-            ending[call.pid] = call.pidfd
-        else:
-            _, wait_status, usage = os.wait4(call.pid, 0)
-            _send(
-                call.ctl,
-                call.reported
-                or {
-                    "status": os.waitstatus_to_exitcode(wait_status),
-                    "cpu_s": usage.ru_utime + usage.ru_stime,
-                    "max_rss_kib": usage.ru_maxrss,
-                },
-            )
-            if call.pidfd is not None:
-                sel.unregister(call.pidfd)
-                os.close(call.pidfd)
-        # Closed only once the harness closed its end: closing a socket with a request still
-        # unread (a late ``kill``) would reset it before the harness read the answer.
-        sel.modify(call.ctl, selectors.EVENT_READ, ("drain", call))
-
-    _send(control, {"ready": True, "pid": os.getpid()})
-    prepare_next()
-    while True:
-        for key, _ in sel.select():
-            data = key.data
-            if data is None:
-                try:
-                    message, fds, _, _ = socket.recv_fds(control, _MAX_HEADER, _MAX_FDS)
-                except OSError:
-                    message, fds = b"", []
-                if not message:
-                    for call in list(calls.values()):
-                        call.kill()
-                    for child in waiting:
-                        os.kill(child.pid, signal.SIGKILL)
-                    return 0
-                if len(fds) not in (4, 5):
-                    for fd in fds:
-                        os.close(fd)
-                    continue
-                ctl = socket.socket(fileno=fds[0])
-                pid = assign(message, fds[1:])
-                for fd in fds[1:]:
-                    os.close(fd)
-                if not pid:
-                    ctl.close()  # the harness sees the call's socket close: no child
-                    continue
-                child = assigned.pop(pid)
-                call = _Call(ctl, pid, child.pidfd, child.sock)
-                calls[ctl.fileno()] = call
-                sel.register(ctl, selectors.EVENT_READ, ("ctl", call))
-                sel.register(child.pidfd, selectors.EVENT_READ, ("exit", call))
-                sel.register(child.sock, selectors.EVENT_READ, ("report", call))
-                _send(ctl, {"pid": pid})
-                continue
-            kind, item = data
-            if kind == "waiting":
-                # A child died before its call (killed from outside): fork its successor
-                # only when a call needs one. (An event of this round may be stale: the
-                # child was given a call earlier in the same round.)
-                if item in waiting:
-                    waiting.remove(item)
-                    drop(item)
-                continue
-            call = item
-            if kind == "drain":
-                try:
-                    closed = call.ctl.recv(64) == b""
-                except BlockingIOError:
-                    closed = False
-                except OSError:
-                    closed = True
-                if closed:
-                    sel.unregister(call.ctl)
-                    call.ctl.close()
-                continue
-            if call.finished and kind != "reap":
-                continue  # a stale event of this round: the call was finished by an earlier one
-            if kind == "reap":
-                sel.unregister(call.pidfd)
-                os.close(call.pidfd)
-                ending.pop(call.pid, None)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(call.pid, 0)
-                continue
-            if kind == "report":
-                try:
-                    words = call.report.recv(256).split() if call.report is not None else []
-                except OSError:
-                    words = []
-                if call.report is not None:
-                    sel.unregister(call.report)
-                    call.report.close()
-                    call.report = None
-                if len(words) == 3:
-                    call.reported = {
-                        "status": int(words[0]),
-                        "cpu_s": float(words[1]),
-                        "max_rss_kib": int(words[2]),
-                    }
-                    ended(call)
-                continue
-            if kind == "exit":
-                if call.reported is None and call.report is not None:
-                    # Gone without a report: its exit status is the answer.
-                    sel.unregister(call.report)
-                    call.report.close()
-                    call.report = None
-                sel.unregister(call.pidfd)
-                os.close(call.pidfd)
-                call.pidfd = None
-                ended(call)
-                continue
-            try:
-                request = call.ctl.recv(64)
-            except OSError:
-                request = b""
-            if request == b"kill":
-                call.kill()
-            elif request == b"auto":
-                # No look at the ended child is wanted: reap it as soon as it has ended.
-                call.auto = True
-                if call.exited:
-                    done(call)
-            elif request in (b"reap", b""):
-                done(call)
+    return _Zygote(control, worker, policy_json).serve()
 
 
 if __name__ == "__main__":

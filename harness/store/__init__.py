@@ -42,6 +42,7 @@ from harness.store._model import (
     VerifyStatus,
 )
 from harness.store._seal import finalize_store
+from harness.store._values import lock_digest, row_digest, schedule_bytes, schedule_digest
 from harness.store._view import (
     SealedView,
     StoreView,
@@ -51,14 +52,7 @@ from harness.store._view import (
     read_store,
     verify_store,
 )
-from harness.store._writer import (
-    Resumed,
-    RunStore,
-    lock_digest,
-    row_digest,
-    schedule_bytes,
-    schedule_digest,
-)
+from harness.store._writer import Resumed, RunStore
 
 __all__ = [
     "SIGNATURE_NAMESPACE",

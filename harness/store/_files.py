@@ -21,7 +21,7 @@ Every write the writer makes goes through ``FileOps``, the seam where tests inje
 fsync, a short write or ENOSPC. Failures are translated into ``DurabilityError`` subclasses and
 never retried: after a failed fsync the page cache may claim data the disk does not hold.
 
-This module knows nothing of what a record means; see ``_model`` and ``_scan``.
+This module knows nothing of what a record means; see ``_model`` and ``scan``.
 """
 
 from __future__ import annotations

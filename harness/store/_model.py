@@ -4,7 +4,7 @@ Everything read back from disk is decoded into these frozen Structs with unknown
 so a body that gained a field fails verification instead of being trimmed. Bodies carry no wall
 clock, host or path: the same inputs give the same bytes.
 
-This module defines data only. Writing is ``_writer``; checking is ``_scan``.
+This module defines data only. Writing is ``_writer``; checking is ``scan``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from harness.store._files import (
     encode_line,
 )
 from harness.store._model import VerifyStatus
-from harness.store._scan import expected_manifest, require_store, scan
+from harness.store.scan import expected_manifest, require_store, scan
 
 __all__ = ["finalize_store"]
 

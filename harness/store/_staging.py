@@ -84,7 +84,7 @@ def _agree(attempt: Mapping[str, Any], outcome: Mapping[str, Any]) -> str | None
     return None
 
 
-def staged_to_journal(
+def staged_to_journal(  # noqa: C901 - the checks of each staged line, as the module docstring lists them
     data: bytes,
     *,
     session: str | None,

@@ -27,7 +27,7 @@ from harness.store._model import (
     VerifyReport,
     VerifyStatus,
 )
-from harness.store._scan import scan
+from harness.store.scan import scan
 
 __all__ = [
     "SealedView",

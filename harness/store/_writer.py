@@ -1,4 +1,4 @@
-"""The single writer of a run store: create, resume, blobs, the attempt journal, cell commits.
+"""The single writer of a run store: blobs, the attempt journal, staged attempts, cell commits.
 
 Commit protocol (one cell): write the whole record line with one call and fsync the log; then
 replace HEAD atomically (temp file, fsync, rename, directory fsync). A record is acknowledged
@@ -11,16 +11,17 @@ directory either holds a genesis record and HEAD or does not exist. One writer a
 the exclusive lock. A failed write or fsync stops the writer for good (never retried).
 
 This module does not decide what a result or an attempt means; callers may pass msgspec types
-to refuse unknown fields at commit. Verification lives in ``_scan``.
+to refuse unknown fields at commit. Creating a store lives in ``_create``, verifying and
+repairing one for resume in ``_repair``, checking what a value or schedule may be in
+``_values``, checking a dead session's staged attempts in ``_staging``; verification in
+``scan``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -33,47 +34,36 @@ from harness.errors import (
     AttemptStateError,
     CommitOrderError,
     DurabilityError,
-    LockMismatchError,
     RecordInvalidError,
-    ScheduleMismatchError,
     StoreError,
-    StoreExistsError,
-    StoreFinalizedError,
     TamperError,
     UnsafeFileError,
-    WriterLockedError,
     WriterStoppedError,
 )
 from harness.log import get_logger
-from harness.safeio import open_dir, read_regular
+from harness.safeio import read_regular
+from harness.store._create import WriterState, create_store
 from harness.store._files import (
     BLOBS,
     DIRECTORIES,
-    EVIDENCE,
     HEAD,
     HEAD_TMP,
     JOURNAL,
     LIMITS,
-    LOCK_COPY,
-    MANIFEST,
-    MANIFEST_TMP,
     MAX_BLOB,
     RECORDS,
-    SCHEDULE_COPY,
     WRITER_LOCK,
     Durable,
     FileOps,
     WriterLock,
     blob_name,
     encode_line,
-    partial_prefix,
 )
 from harness.store._journal import RangeEntry, bind_range, orphans_of
 from harness.store._model import (
     BeginEntry,
     CellRecord,
     EndEntry,
-    GenesisRecord,
     Head,
     JournalEntry,
     JournalPos,
@@ -81,18 +71,12 @@ from harness.store._model import (
     SessionEntry,
     VerifyStatus,
 )
-from harness.store._scan import require_store, scan
-from harness.store._scan_inputs import ScheduleRows, split_schedule
+from harness.store._repair import repair_for_resume
 from harness.store._staging import begin_line, check_cell, end_line, staged_to_journal
+from harness.store._values import environment_object, json_object, parse_schedule
+from harness.store.scan import require_store
 
-__all__ = [
-    "Resumed",
-    "RunStore",
-    "lock_digest",
-    "row_digest",
-    "schedule_bytes",
-    "schedule_digest",
-]
+__all__ = ["Resumed", "RunStore"]
 
 _log: Final = get_logger("harness.store")
 _APPEND: Final = os.O_WRONLY | os.O_APPEND
@@ -103,98 +87,9 @@ commits, or as orphaned attempts of a dead session on resume (only those of unco
 the journal lacks, after ``_staging`` checked every line). Outside the chain."""
 _MAX_STAGING: Final = 1 << 30
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY
-_JSON: Final = msgspec.json.Decoder()
 
 
-# --- JSON values and the schedule -------------------------------------------------------------
-
-
-def _check_json(value: object, what: str, path: str) -> None:
-    """Refuse anything that is not plain JSON: non-str keys, NaN/inf, other types."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise RecordInvalidError(f"{what}: non-finite number {value!r} at `{path}`")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise RecordInvalidError(f"{what}: non-string key {key!r} at `{path}`")
-            _check_json(item, what, f"{path}.{key}")
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _check_json(item, what, f"{path}[{index}]")
-        return
-    raise RecordInvalidError(f"{what}: {type(value).__name__} at `{path}` is not a JSON value")
-
-
-def _json_object(value: object, what: str, schema: type[Any] | None = None) -> dict[str, Any]:
-    """Return ``value`` as a plain JSON object, refusing non-JSON values and unknown fields.
-
-    Fast path: encode canonically and decode again; an object that survives unchanged is plain
-    JSON. Anything else (NaN, a non-string key, bytes, a set...) is walked to name its path.
-
-    Raises:
-        RecordInvalidError: ``value`` is not a JSON object, holds a non-finite number or a
-            non-JSON value, or (with ``schema``) does not match it, e.g. an unknown field.
-    """
-    if isinstance(value, msgspec.Struct):
-        value = msgspec.to_builtins(value)
-    if not isinstance(value, Mapping):
-        raise RecordInvalidError(f"{what} must be a JSON object, got {type(value).__name__}")
-    obj = dict(value)
-    try:
-        same = _JSON.decode(canonical_bytes(obj)) == obj
-    except NonCanonicalError as e:
-        _check_json(obj, what, "$")
-        raise RecordInvalidError(f"{what}: {e}") from e
-    if not same:
-        _check_json(obj, what, "$")  # raises, unless only tuples became lists
-    if schema is not None:
-        try:
-            msgspec.convert(obj, schema, strict=True)
-        except msgspec.ValidationError as e:
-            raise RecordInvalidError(f"{what}: {e}") from e
-    return obj
-
-
-def _schedule(rows: object) -> tuple[ScheduleRows, bytes]:
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
-        raise RecordInvalidError("the schedule must be a sequence of row objects")
-    if not rows:
-        raise RecordInvalidError("the schedule has no rows")
-    objects = [_json_object(row, f"schedule row {index}") for index, row in enumerate(rows)]
-    data = canonical_bytes(objects)
-    split = split_schedule(data)  # the rows and row digests exactly as verification derives them
-    if isinstance(split, str):  # canonical bytes of a non-empty list of objects always split
-        raise RecordInvalidError(f"the schedule {split}")
-    return split, data
-
-
-def schedule_bytes(rows: Sequence[Mapping[str, Any]]) -> bytes:
-    """Canonical bytes of a schedule (a JSON array of row objects), as the store keeps them.
-
-    Raises:
-        RecordInvalidError: a row is not a JSON object or holds a non-JSON value.
-    """
-    return _schedule(rows)[1]
-
-
-def schedule_digest(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Digest of a schedule under ``Domain.SCHEDULE``: what genesis binds."""
-    return digest_bytes(Domain.SCHEDULE, schedule_bytes(rows))
-
-
-def row_digest(row: Mapping[str, Any]) -> str:
-    """Digest of one schedule row under ``Domain.SCHEDULE_ROW``: what each cell record binds."""
-    return digest_bytes(Domain.SCHEDULE_ROW, canonical_bytes(_json_object(row, "schedule row")))
-
-
-def lock_digest(lock: bytes) -> str:
-    """Digest of the study lock's bytes under ``Domain.LOCK``: what genesis binds."""
-    return digest_bytes(Domain.LOCK, lock)
+# --- the writer -------------------------------------------------------------------------------
 
 
 # --- the writer -------------------------------------------------------------------------------
@@ -206,20 +101,6 @@ class Resumed(NamedTuple):
     writer: RunStore
     next_row_index: int
     orphaned_attempts: tuple[OrphanedAttempt, ...]
-
-
-class _State(NamedTuple):
-    rows: list[dict[str, Any]]
-    row_digests: list[str]
-    lock_digest: str
-    schedule_digest: str
-    records: int
-    head: str
-    journal: list[RangeEntry]
-    journal_count: int
-    journal_head: str | None
-    blobs: set[str]
-    identity: dict[str, Any]
 
 
 class RunStore:
@@ -234,7 +115,7 @@ class RunStore:
         root: Path,
         lock: WriterLock,
         durable: Durable,
-        state: _State,
+        state: WriterState,
         *,
         result_type: type[Any] | None,
         attempt_type: type[Any] | None,
@@ -323,84 +204,28 @@ class RunStore:
             DurabilityError: a write or fsync failed (nothing is published).
         """
         root = Path(root)
-        schedule, sched = _schedule(schedule_rows)
-        bound = _json_object(dict(identity or {}), "identity")
-        produced: dict[str, Any] | msgspec.UnsetType = (
-            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
+        made = create_store(
+            root,
+            lock_bytes,
+            schedule_rows,
+            ops=ops,
+            identity=identity,
+            environment=environment,
         )
-        if not lock_bytes:
-            raise RecordInvalidError("the study lock is empty")
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
-            raise StoreExistsError(f"{root} already exists; resume it instead of creating it")
-        parent = root.parent
         try:
-            parent.mkdir(parents=True, exist_ok=True)
-            _clear_stale_partials(parent, root.name)
-            partial = Path(tempfile.mkdtemp(prefix=partial_prefix(root.name), dir=parent))
-        except OSError as e:
-            raise StoreError(f"cannot create store {root}: {e.strerror or e}") from e
-        lock = WriterLock.acquire(partial / WRITER_LOCK, root)
-        durable = Durable(ops or FileOps())
-        try:
-            genesis = GenesisRecord(
-                seq=0,
-                prev=None,
-                lock_digest=lock_digest(lock_bytes),
-                schedule_digest=digest_bytes(Domain.SCHEDULE, sched),
-                schedule_rows=len(schedule.rows),
-                identity=bound,
-                environment=produced,
-            )
-            record_line, record_hash = encode_line(Domain.STORE_RECORD, canonical_bytes(genesis))
-            session = SessionEntry(seq=0, prev=None, records=1)
-            entry_line, entry_hash = encode_line(Domain.JOURNAL_ENTRY, canonical_bytes(session))
-            head_line, _ = encode_line(
-                Domain.STORE_HEAD, canonical_bytes(Head(count=1, head=record_hash))
-            )
-            durable.write_new(partial / LOCK_COPY, lock_bytes)
-            durable.write_new(partial / SCHEDULE_COPY, sched)
-            durable.write_new(partial / RECORDS, record_line)
-            durable.write_new(partial / JOURNAL, entry_line)
-            durable.write_new(partial / HEAD, head_line)
-            try:
-                (partial / BLOBS).mkdir()
-            except OSError as e:
-                raise DurabilityError(f"cannot create {BLOBS}/ in {root}: {e.strerror}") from e
-            durable.fsync_dir(partial / BLOBS)
-            durable.fsync_dir(partial)
-            try:
-                durable.rename(partial, root)
-            except DurabilityError as e:
-                if root.exists():
-                    raise StoreExistsError(f"{root} appeared while it was being created") from e
-                raise
-            durable.fsync_dir(parent)
-            state = _State(
-                rows=schedule.rows,
-                row_digests=schedule.row_digests,
-                lock_digest=genesis.lock_digest,
-                schedule_digest=genesis.schedule_digest,
-                records=1,
-                head=record_hash,
-                journal=[RangeEntry(entry_hash, session)],
-                journal_count=1,
-                journal_head=entry_hash,
-                blobs=set(),
-                identity=bound,
-            )
             writer = cls(
                 root,
-                lock,
-                durable,
-                state,
+                made.lock,
+                made.durable,
+                made.state,
                 result_type=result_type,
                 attempt_type=attempt_type,
             )
         except BaseException:
-            lock.release()
-            shutil.rmtree(partial, ignore_errors=True)
+            made.lock.release()
+            shutil.rmtree(made.partial, ignore_errors=True)
             raise
-        _log.info("store.create", store=str(root), rows=len(schedule.rows), head=record_hash)
+        _log.info("store.create", store=str(root), rows=len(made.state.rows), head=made.state.head)
         return writer
 
     @classmethod
@@ -433,10 +258,8 @@ class RunStore:
             DurabilityError: a repair write or fsync failed.
         """
         root = Path(root)
-        schedule, sched = _schedule(schedule_rows)
-        produced: dict[str, Any] | msgspec.UnsetType = (
-            msgspec.UNSET if environment is None else _json_object(dict(environment), "environment")
-        )
+        schedule, sched = parse_schedule(schedule_rows)
+        produced = environment_object(environment)
         require_store(root)
         lock = WriterLock.acquire(root / WRITER_LOCK, root)
         try:
@@ -474,67 +297,12 @@ class RunStore:
         attempt_type: type[Any] | None,
         environment: dict[str, Any] | msgspec.UnsetType,
     ) -> Resumed:
-        found = scan(root, held=True)
-        report = found.report
-        if report.status is VerifyStatus.TAMPER:
-            raise TamperError(
-                f"store {root} fails verification ({report.code}): {report.reason}; resume refused"
-            )
-        if (root / MANIFEST).exists():
-            raise StoreFinalizedError(f"store {root} is finalized; it takes no more records")
-        genesis = found.genesis
-        if genesis is None:  # a torn or ok report always has a verified genesis
-            raise TamperError(f"store {root} has no verified genesis record")
-        given_lock = lock_digest(lock_bytes)
-        if given_lock != genesis.lock_digest:
-            raise LockMismatchError(
-                f"store {root} is bound to lock {genesis.lock_digest}, not {given_lock}"
-            )
-        given_schedule = digest_bytes(Domain.SCHEDULE, sched)
-        if given_schedule != genesis.schedule_digest:
-            raise ScheduleMismatchError(
-                f"store {root} is bound to schedule {genesis.schedule_digest} "
-                f"({genesis.schedule_rows} rows), not {given_schedule} ({len(rows)} rows)"
-            )
-        if found.records_end < found.records_size:
-            _cut_tail(durable, root, RECORDS, found.records_end)
-        records = found.records
-        head = found.record_hashes[-1]
-        if found.head_lags:
-            _rewrite_last_record(durable, root, found.record_starts[-1], found.records_end)
-            _replace_head(durable, root, records, head)
-            _log.warning("store.head_advanced", store=str(root), records=records)
-        if found.journal_end < found.journal_size:
-            _cut_tail(durable, root, JOURNAL, found.journal_end)
-        _remove_leftovers(durable, root)
-        pending = found.pending
-        orphans = orphans_of(pending)
-        # The dead session's own journal entries: what it staged may already be among them.
-        last_session: str | None = None
-        since_session: list[dict[str, Any]] = []
-        for item in reversed(found.journal):
-            if isinstance(item.entry, SessionEntry):
-                last_session = item.digest
-                break
-            if isinstance(item.entry, BeginEntry):
-                since_session.append(item.entry.attempt)
-        since_session.reverse()
-        state = _State(
-            rows=rows,
-            row_digests=found.row_digests,  # the given schedule's: its digest is genesis's
-            lock_digest=genesis.lock_digest,
-            schedule_digest=genesis.schedule_digest,
-            records=records,
-            head=head,
-            journal=pending,
-            journal_count=len(found.journal),
-            journal_head=found.journal[-1].digest if found.journal else None,
-            blobs=found.blobs,
-            identity=dict(genesis.identity),
-        )
+        repaired = repair_for_resume(root, durable, rows, sched, lock_bytes)
+        state, report, orphans = repaired.state, repaired.report, repaired.orphans
+        records = state.records
         writer = cls(root, lock, durable, state, result_type=result_type, attempt_type=attempt_type)
         try:
-            if writer._migrate_staging(last_session, since_session):
+            if writer._migrate_staging(repaired.last_session, repaired.since_session):
                 orphans = orphans_of(writer._range)
             writer._append_journal(
                 SessionEntry(
@@ -739,7 +507,7 @@ class RunStore:
             DurabilityError: the append or fsync failed (the writer stops).
         """
         self._guard()
-        obj = _json_object(attempt, "attempt")
+        obj = json_object(attempt, "attempt")
         key = self._journal_count
         self._append_journal(BeginEntry(seq=key, prev=self._journal_head, attempt=obj))
         self._open.add(key)
@@ -764,7 +532,7 @@ class RunStore:
             raise AttemptStateError(
                 f"attempt {key} is not open in this writer (never begun here, or already ended)"
             )
-        obj = _json_object(outcome, "outcome")
+        obj = json_object(outcome, "outcome")
         known = self._known_blobs(blobs, "journal_end")
         self._append_journal(
             EndEntry(
@@ -819,11 +587,11 @@ class RunStore:
                 f"attempt(s) {sorted(self._open)} begun but not ended; end them before "
                 f"committing row {row_index}"
             )
-        result_obj = _json_object(result, "result", self._result_type)
+        result_obj = json_object(result, "result", self._result_type)
         if isinstance(audit_group, (str, bytes, Mapping)) or not isinstance(audit_group, Sequence):
             raise RecordInvalidError("the audit group must be a list of attempt objects")
         audit = tuple(
-            _json_object(item, f"audit[{index}]", self._attempt_type)
+            json_object(item, f"audit[{index}]", self._attempt_type)
             for index, item in enumerate(audit_group)
         )
         extra = self._known_blobs(blobs, "commit_cell")
@@ -892,7 +660,7 @@ class RunStore:
                 the schedule, or the attempt names another cell than the row's.
         """
         self._guard()
-        obj = _json_object(attempt, "attempt")
+        obj = json_object(attempt, "attempt")
         if isinstance(row, bool) or not (self._records - 1 <= row < len(self._rows)):
             raise RecordInvalidError(f"staged attempt for row {row!r}, not an uncommitted row")
         mismatch = check_cell(self._rows[row], obj)
@@ -917,7 +685,7 @@ class RunStore:
         entry = self._staged.get(key)
         if entry is None or entry[1] is not None:
             raise AttemptStateError(f"staged attempt {key} is not open in this writer")
-        obj = _json_object(outcome, "outcome")
+        obj = json_object(outcome, "outcome")
         known = self._known_blobs(blobs, "stage_end")
         self._stage(end_line(key, obj, known))
         entry[1], entry[2] = obj, known
@@ -1049,157 +817,3 @@ class RunStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-# --- helpers ----------------------------------------------------------------------------------
-
-
-def _replace_head(durable: Durable, root: Path, count: int, head: str) -> None:
-    line, _ = encode_line(Domain.STORE_HEAD, canonical_bytes(Head(count=count, head=head)))
-    durable.replace(root / HEAD, root / HEAD_TMP, line)
-
-
-def _root_fd(root: Path) -> int:
-    try:
-        return os.open(root, _DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise DurabilityError(f"cannot open store {root}: {e.strerror}") from e
-
-
-def _read_store_file(root_fd: int, name: str) -> bytes:
-    try:
-        return read_regular(name, LIMITS[name], dir_fd=root_fd, what=name)
-    except UnsafeFileError as e:
-        raise TamperError(f"{e}; the store is refused") from e
-
-
-def _rewrite_last_record(durable: Durable, root: Path, start: int, end: int) -> None:
-    """Write the record HEAD does not claim yet again, and fsync it.
-
-    Its first fsync may have failed (the writer then stopped); after a failed fsync the page
-    cache can hold bytes the disk does not, so the bytes are written anew before HEAD claims
-    them. A crash here leaves a torn tail: the record was never acknowledged.
-    """
-    root_fd = _root_fd(root)
-    try:
-        line = _read_store_file(root_fd, RECORDS)[start:end]
-        fd = durable.open(RECORDS, _APPEND, RECORDS, dir_fd=root_fd)
-        try:
-            durable.truncate(fd, start, RECORDS)
-            durable.fsync(fd, RECORDS)
-            durable.write_all(fd, line, RECORDS)
-            durable.fsync(fd, RECORDS)
-        finally:
-            durable.close(fd)
-    finally:
-        os.close(root_fd)
-
-
-def _cut_tail(durable: Durable, root: Path, name: str, keep: int) -> None:
-    """Move the bytes after ``keep`` to ``evidence/`` (durably), then cut the file there.
-
-    Every name is resolved relative to the store's descriptor without following a link: a
-    planted ``evidence`` link cannot direct the torn bytes anywhere else.
-    """
-    root_fd = _root_fd(root)
-    try:
-        tail = _read_store_file(root_fd, name)[keep:]
-        created = False
-        try:
-            os.mkdir(EVIDENCE, 0o755, dir_fd=root_fd)
-            created = True
-        except FileExistsError:
-            pass
-        try:
-            evidence_fd = open_dir(EVIDENCE, dir_fd=root_fd, follow=False)
-        except UnsafeFileError as e:
-            raise TamperError(f"{e}; the store is refused") from e
-        try:
-            target = f"{name}.torn-at-{keep}"
-            suffix = 1
-            while _exists(target, evidence_fd):
-                target = f"{name}.torn-at-{keep}.{suffix}"
-                suffix += 1
-            fd = durable.open(
-                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, target, dir_fd=evidence_fd
-            )
-            try:
-                durable.write_all(fd, tail, target)
-                durable.fsync(fd, target)
-            finally:
-                durable.close(fd)
-            durable.fsync(evidence_fd, f"directory {EVIDENCE}")
-        finally:
-            os.close(evidence_fd)
-        if created:
-            durable.fsync(root_fd, "the store directory")
-        fd = durable.open(name, os.O_WRONLY, name, dir_fd=root_fd)
-        try:
-            durable.truncate(fd, keep, name)
-            durable.fsync(fd, name)
-        finally:
-            durable.close(fd)
-    finally:
-        os.close(root_fd)
-    _log.warning(
-        "store.torn_tail_cut",
-        store=str(root),
-        file=name,
-        offset=keep,
-        bytes=len(tail),
-        evidence=f"{EVIDENCE}/{target}",
-    )
-
-
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _remove_leftovers(durable: Durable, root: Path) -> None:
-    """Remove temp files an interrupted replace or blob put left; none is ever referenced.
-
-    Unlinking removes a name, never what a link points to; the blob folder is opened without
-    following a link.
-    """
-    root_fd = _root_fd(root)
-    try:
-        removed = False
-        for name in (HEAD_TMP, MANIFEST_TMP):
-            if _exists(name, root_fd):
-                os.unlink(name, dir_fd=root_fd)
-                removed = True
-        if removed:
-            durable.fsync(root_fd, "the store directory")
-        try:
-            blobs_fd = open_dir(BLOBS, dir_fd=root_fd, follow=False)
-        except FileNotFoundError:
-            return
-        except UnsafeFileError as e:
-            raise TamperError(f"{e}; the store is refused") from e
-        try:
-            stale = [name for name in os.listdir(blobs_fd) if name.startswith(".tmp-")]
-            for name in stale:
-                os.unlink(name, dir_fd=blobs_fd)
-            if stale:
-                durable.fsync(blobs_fd, f"directory {BLOBS}")
-        finally:
-            os.close(blobs_fd)
-    finally:
-        os.close(root_fd)
-
-
-def _clear_stale_partials(parent: Path, name: str) -> None:
-    """Remove partial directories of earlier interrupted creates (their lock is free)."""
-    for partial in parent.glob(f"{partial_prefix(name)}*"):
-        try:
-            lock = WriterLock.acquire(partial / WRITER_LOCK, partial)
-        except (WriterLockedError, StoreError):
-            continue  # another creator is at work, or it vanished meanwhile
-        try:
-            shutil.rmtree(partial, ignore_errors=True)
-        finally:
-            lock.release()

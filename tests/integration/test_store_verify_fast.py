@@ -32,7 +32,7 @@ from harness.store import (
     VerifyStatus,
     finalize_store,
 )
-from harness.store._scan import Scan, scan
+from harness.store.scan import Scan, scan
 
 LOCK = b"study lock for fast-path tests\n"
 ROWS = [{"cell": i, "policy": ["ect", "critic"][i % 2], "seed": i % 3 + 1} for i in range(4)]

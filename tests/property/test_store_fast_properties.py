@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.store import RunStore, VerifyStatus
 from harness.store._files import Line, LineFault, blob_names, is_blob_name, iter_lines, parse_line
-from harness.store._scan import scan
+from harness.store.scan import scan
 
 LOCK = b"study lock for fast helper properties\n"
 DOMAINS = [Domain.STORE_RECORD, Domain.JOURNAL_ENTRY]

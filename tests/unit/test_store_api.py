@@ -160,7 +160,7 @@ def test_store_iter_lines_stops_at_the_first_bad_line() -> None:
 
 
 def test_store_verification_view_has_the_fields_of_a_cell_record() -> None:
-    from harness.store._scan_records import CellView
+    from harness.store.scan.views import CellView
 
     assert CellView.__struct_fields__ == ("kind", *store.CellRecord.__struct_fields__)
     assert store.CellRecord.__struct_config__.tag == "cell"

@@ -17,8 +17,7 @@ import msgspec.inspect as mi
 
 from harness.store import AttemptRef, BeginEntry, CellRecord, EndEntry, JournalPos, SessionEntry
 from harness.store._journal import derive_range
-from harness.store._scan_journal import BeginView, EndView, SessionView
-from harness.store._scan_records import AttemptView, CellView, PosView
+from harness.store.scan.views import AttemptView, BeginView, CellView, EndView, PosView, SessionView
 
 DIGEST_PATTERN = "^blake3:[0-9a-f]{64}$"
 JSON_OBJECT = ("dict", mi.StrType(), mi.AnyType())

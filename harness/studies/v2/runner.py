@@ -183,7 +183,7 @@ async def _watch(stop: _Stop, *, task_status: trio.TaskStatus[None]) -> None:
                 stop.scope.cancel()
 
 
-async def _cells(
+async def _cells(  # noqa: C901 - the concurrent cell loop: start, stage, commit in order, cancel
     store: RunStore,
     inputs: StudyInputs,
     provider: Provider,

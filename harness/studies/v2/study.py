@@ -273,7 +273,7 @@ def _finalized(store_dir: Path) -> Outcome | None:
     return Outcome(report=ran, manifest=report.manifest_digest, orphaned_attempts=0, complete=True)
 
 
-def execute(
+def execute(  # noqa: C901 - the run's whole path, each failure ending in its one-line message
     store_dir: Path,
     *,
     resume: bool,

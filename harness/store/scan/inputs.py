@@ -1,6 +1,6 @@
 """Verification of the run's input copies: the study lock and the canonical schedule.
 
-Genesis binds both digests (checked in ``_scan_records``); each cell record binds its schedule
+Genesis binds both digests (checked in ``scan.records``); each cell record binds its schedule
 row's canonical bytes and digest, which ``split_schedule`` derives once for the writer and the
 scan alike.
 """
@@ -15,7 +15,7 @@ import msgspec
 from harness.canonical import DIGEST_PREFIX, Domain, canonical_bytes, digest_bytes, domain_prefix
 from harness.store._files import LOCK_COPY, SCHEDULE_COPY
 from harness.store._model import VerifyCode
-from harness.store._scan_pass import Fault, Pass
+from harness.store.scan.state import Fault, Pass
 
 __all__ = ["ScheduleRows", "check_copies", "split_schedule"]
 

@@ -17,7 +17,7 @@ from harness.errors import UnsafeFileError
 from harness.safeio import READ_FLAGS, check_regular, open_dir, read_fd
 from harness.store._files import BLOBS, MAX_BLOB, blob_names, is_blob_name
 from harness.store._model import VerifyCode
-from harness.store._scan_pass import Pass
+from harness.store.scan.state import Pass
 
 __all__ = ["check_blobs"]
 

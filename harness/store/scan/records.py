@@ -1,20 +1,20 @@
 """Verification of the record log: chain, sequence, genesis binding, schedule rows, journal
-ranges, attempt bindings, blob references (``_scan_head`` then classifies the end of the log).
+ranges, attempt bindings, blob references (``scan.head`` then classifies the end of the log).
 
-A cell record is decoded into a *view*: ``CellRecord``'s fields with every digest a plain string
-and the row, result and audit entries as raw JSON (most of a record's bytes; the row's raw bytes
-are compared with the schedule's canonical row bytes exactly). One set of checks runs on the
-view, in the order that names the precise reason. A view that passes every check has each digest
-field equal to a digest computed during this scan (a line hash, a schedule row digest, a blob
-hashed from its bytes) and a JSON object wherever the record type holds one, so the body decodes
-into ``CellRecord`` too: the decode is skipped. At the first failing check the body is decoded
-into the record type, and a decode error, which msgspec names precisely, is the reason. With
-``fast=False`` every body is decoded first: the reference the agreement tests compare against.
+A cell record is decoded into a *view* (``scan.views``): ``CellRecord``'s fields with every digest a
+plain string and the row, result and audit entries as raw JSON (most of a record's bytes; the row's
+raw bytes are compared with the schedule's canonical row bytes exactly). One set of checks runs on
+the view, in the order that names the precise reason. A view that passes every check has each digest
+field equal to a digest computed during this scan (a line hash, a schedule row digest, a blob hashed
+from its bytes) and a JSON object wherever the record type holds one, so the body decodes into
+``CellRecord`` too: the decode is skipped. At the first failing check the body is decoded into the
+record type, and a decode error, which msgspec names precisely, is the reason. With ``fast=False``
+every body is decoded first: the reference the agreement tests compare against.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Final
 
 import msgspec
 
@@ -31,60 +31,15 @@ from harness.store._files import (
 from harness.store._journal import derive_range
 from harness.store._model import (
     CellRecord,
-    Count,
     GenesisRecord,
     SessionEntry,
     VerifyCode,
 )
-from harness.store._scan_head import head_of
-from harness.store._scan_pass import Fault, Pass, short
+from harness.store.scan.head import head_of
+from harness.store.scan.state import Fault, Pass, short
+from harness.store.scan.views import CellView
 
-__all__ = [
-    "AttemptView",
-    "CellView",
-    "PosView",
-    "check_records",
-]
-
-
-class PosView(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``JournalPos`` as the scan reads it: ``head`` unchecked (compared with a computed one)."""
-
-    count: Count
-    head: str | None
-
-
-class AttemptView(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``AttemptRef`` as the scan reads it: the hashes unchecked (compared with computed ones)."""
-
-    begin_seq: Count
-    begin_hash: str
-    end_seq: Count | None
-    end_hash: str | None
-    orphaned: bool
-
-
-class CellView(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``CellRecord`` as the scan reads it (a test pins that only these differences exist).
-
-    Digests are plain strings; row, result and audit entries stay raw JSON. Not a tagged
-    Struct: decoded on its own, a tagged Struct would accept a body without the tag, and inside
-    a union msgspec must look ahead for the tag, which sorts after most fields and costs a
-    second parse of the body. ``kind`` is an ordinary required field instead.
-    """
-
-    kind: Literal["cell"]
-    schema_version: Literal[1] = 1
-    seq: Annotated[int, msgspec.Meta(ge=1)]
-    prev: str
-    row_index: Count
-    row: msgspec.Raw
-    row_digest: str
-    result: msgspec.Raw
-    audit: tuple[msgspec.Raw, ...]
-    blobs: tuple[str, ...]
-    journal: PosView
-    attempts: tuple[AttemptView, ...]
+__all__ = ["check_records"]
 
 
 _RECORD: Final = msgspec.json.Decoder(GenesisRecord | CellRecord)

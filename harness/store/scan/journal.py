@@ -12,7 +12,7 @@ type (``JournalEntry``), and a decode error, which msgspec names precisely, is t
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Final
 
 import msgspec
 
@@ -21,51 +21,15 @@ from harness.store._files import JOURNAL, Line, has_valid_line_after, iter_lines
 from harness.store._journal import RangeEntry, bind_range
 from harness.store._model import (
     BeginEntry,
-    Count,
     EndEntry,
     JournalEntry,
     SessionEntry,
     VerifyCode,
 )
-from harness.store._scan_pass import Fault, Pass, short
+from harness.store.scan.state import Fault, Pass, short
+from harness.store.scan.views import BeginView, EndView, SessionView
 
-__all__ = ["BeginView", "EndView", "SessionView", "check_journal", "check_pending"]
-
-
-class _EntryView(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
-):
-    """Base of the journal entry views: the entries with ``prev`` and blob digests unchecked."""
-
-
-class SessionView(_EntryView, tag="session", frozen=True, kw_only=True):
-    """``SessionEntry`` as the scan reads it (a test pins that only digest patterns differ)."""
-
-    schema_version: Literal[1] = 1
-    seq: Count
-    prev: str | None
-    records: Annotated[int, msgspec.Meta(ge=1)]
-    environment: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-
-
-class BeginView(_EntryView, tag="begin", frozen=True, kw_only=True):
-    """``BeginEntry`` as the scan reads it."""
-
-    schema_version: Literal[1] = 1
-    seq: Count
-    prev: str | None
-    attempt: dict[str, Any]
-
-
-class EndView(_EntryView, tag="end", frozen=True, kw_only=True):
-    """``EndEntry`` as the scan reads it."""
-
-    schema_version: Literal[1] = 1
-    seq: Count
-    prev: str | None
-    begin_seq: Count
-    outcome: dict[str, Any]
-    blobs: tuple[str, ...]
+__all__ = ["check_journal", "check_pending"]
 
 
 _ENTRY: Final = msgspec.json.Decoder(JournalEntry)

@@ -1,11 +1,11 @@
 """Verification of a run directory: the longest valid prefix and one precise reason.
 
 Every hash is recomputed over the bytes as stored (never over a re-encoding). Checked, in order
-(one module each): the lock and schedule copies (``_scan_inputs``), the blobs (``_scan_blobs``),
-the attempt journal (``_scan_journal``: chain, sequence, attempt order), the record log and HEAD
-(``_scan_records``: chain, sequence, genesis binding, schedule rows, journal ranges, attempt
+(one module each): the lock and schedule copies (``scan.inputs``), the blobs (``scan.blobs``),
+the attempt journal (``scan.journal``: chain, sequence, attempt order), the record log and HEAD
+(``scan.records``: chain, sequence, genesis binding, schedule rows, journal ranges, attempt
 bindings, blob references), the journal entries not yet bound to a record, and the manifest
-when present (``_scan_manifest``). This module reads the files and runs those checks in order.
+when present (``scan.manifest``). This module reads the files and runs those checks in order.
 
 Classification (the protocol: a record is fsynced before HEAD is replaced):
 
@@ -46,13 +46,13 @@ from harness.store._files import (
     partial_prefix,
 )
 from harness.store._model import BeginEntry, VerifyCode, VerifyReport, VerifyStatus
-from harness.store._scan_blobs import check_blobs
-from harness.store._scan_head import classify, head_of
-from harness.store._scan_inputs import check_copies
-from harness.store._scan_journal import check_journal, check_pending
-from harness.store._scan_manifest import check_manifest, expected_manifest
-from harness.store._scan_pass import Fault, Pass, Scan
-from harness.store._scan_records import check_records
+from harness.store.scan.blobs import check_blobs
+from harness.store.scan.head import classify, head_of
+from harness.store.scan.inputs import check_copies
+from harness.store.scan.journal import check_journal, check_pending
+from harness.store.scan.manifest import check_manifest, expected_manifest
+from harness.store.scan.records import check_records
+from harness.store.scan.state import Fault, Pass, Scan
 
 __all__ = ["Fault", "Scan", "expected_manifest", "require_store", "scan"]
 
@@ -200,7 +200,7 @@ def scan(root: Path, *, fast: bool = True, held: bool = False) -> Scan:
     Args:
         root: the run directory.
         fast: let an intact journal entry or cell record skip its decode into the model type
-            (``_scan_journal``, ``_scan_records``); False decodes every one, the reference
+            (``scan.journal``, ``scan.records``); False decodes every one, the reference
             the fast path must agree with exactly.
         held: the caller holds the writer lock (resume, finalize): no writer can be at work,
             and a crash state is reported as such for the caller to repair.

@@ -1,15 +1,15 @@
 """The state of one verification pass: what it read, what it verified, the first faults found.
 
-Each concern of verification (``_scan_inputs``, ``_scan_blobs``, ``_scan_journal``,
-``_scan_records``, ``_scan_manifest``) reads and extends one ``Pass``; ``_scan`` runs them in
-order and turns the pass into a ``VerifyReport``. A pass never writes.
+Each concern of verification (``scan.inputs``, ``scan.blobs``, ``scan.journal``,
+``scan.records``, ``scan.manifest``) reads and extends one ``Pass``; ``scan.verify`` runs them in
+order (``scan.verify``) and turns the pass into a ``VerifyReport``. A pass never writes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -26,9 +26,7 @@ from harness.store._model import (
     VerifyReport,
     VerifyStatus,
 )
-
-if TYPE_CHECKING:
-    from harness.store._scan_records import CellView
+from harness.store.scan.views import CellView
 
 __all__ = ["EMPTY_REPORT", "Fault", "Pass", "Scan", "short"]
 
@@ -116,7 +114,7 @@ class Pass:
     """One pass over a run directory; keeps the first tamper and the first torn fault.
 
     ``fast`` lets an intact journal entry or cell record skip its decode into the model type
-    (see ``_scan_records``); False decodes every one, the reference the fast path must equal.
+    (see ``scan.records``); False decodes every one, the reference the fast path must equal.
     """
 
     def __init__(self, root: Path, dir_fd: int, owner: int, *, live: bool, fast: bool) -> None:

@@ -17,7 +17,7 @@ import msgspec
 from harness.canonical import Domain
 from harness.store._files import HEAD, LineFault, has_valid_line_after, parse_line
 from harness.store._model import Head, VerifyCode
-from harness.store._scan_pass import Fault, Pass, short
+from harness.store.scan.state import Fault, Pass, short
 
 __all__ = ["classify", "head_of", "read_head"]
 

@@ -9,7 +9,7 @@ import msgspec
 from harness.canonical import Domain
 from harness.store._files import MANIFEST, LineFault, parse_line
 from harness.store._model import BeginEntry, EndEntry, JournalPos, Manifest, VerifyCode
-from harness.store._scan_pass import Pass, Scan
+from harness.store.scan.state import Pass, Scan
 
 __all__ = ["check_manifest", "expected_manifest"]
 
