@@ -76,6 +76,7 @@ __all__ = [
     "file_digest",
     "project_root",
     "read_lock",
+    "read_lock_bytes",
     "require_current",
     "study_generation_config",
     "tree_digest",
@@ -313,16 +314,28 @@ def decode_lock(data: bytes, *, origin: str) -> StudyLock:
     return decode_strict(data, StudyLock, StudyLockError, f"study lock {origin}")
 
 
+def read_lock_bytes(path: Path) -> bytes:
+    """The exact bytes of the lock file at ``path`` (a run binds these, not a re-encoding).
+
+    Raises:
+        StudyLockError: the file is missing or unreadable (the message says how to write one).
+        UnsafeFileError: not a regular file, or over the read bound.
+    """
+    try:
+        return read_input(path, MAX_READ, "study lock")
+    except OSError as e:
+        raise StudyLockError(
+            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
+        ) from e
+
+
 def read_lock(path: Path) -> tuple[StudyLock, bytes]:
     """Read and decode the lock at ``path``; return it and its exact bytes.
 
     Raises:
         StudyLockError: the file is missing, unreadable or malformed.
     """
-    try:
-        data = read_input(path, MAX_READ, "study lock")
-    except OSError as e:
-        raise StudyLockError(f"cannot read the study lock {path}: {e.strerror}") from e
+    data = read_lock_bytes(path)
     return decode_lock(data, origin=str(path)), data
 
 

@@ -48,7 +48,7 @@ from harness.errors import (
     ToolChildKilledError,
     V2StudyError,
 )
-from harness.lock import DEFAULT_LOCK_PATH
+from harness.lock import DEFAULT_LOCK_PATH, read_lock_bytes
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
@@ -68,9 +68,8 @@ from harness.providers.selection import (
     select_from_flags,
     selection_for_resume,
 )
-from harness.resources import data_path, default_stores_dir
+from harness.resources import data_path
 from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
-from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import (
     RunStore,
@@ -82,6 +81,7 @@ from harness.store import (
 from harness.studies._cost import announce, estimate
 from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.progress import Progress, priced
 from harness.studies.provenance import session_environment
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
@@ -93,7 +93,6 @@ from harness.studies.v2.pilot import (
     pilot_label,
     select_rows,
 )
-from harness.studies.v2.progress import Progress
 from harness.studies.v2.runner import (
     RunReport,
     existing_cells,
@@ -112,7 +111,6 @@ from harness.terminal import escape
 __all__ = [
     "Outcome",
     "PreflightCheck",
-    "default_store_dir",
     "execute",
     "read_results",
     "provider_line",
@@ -160,12 +158,6 @@ class Outcome:
     complete: bool = False
 
 
-def default_store_dir(now: datetime | None = None) -> Path:
-    """A new store directory under the project's ``stores/``: ``v2-<UTC time>``."""
-    moment = now if now is not None else datetime.now(tz=UTC)
-    return default_stores_dir() / f"v2-{moment.strftime('%Y%m%dT%H%M%SZ')}"
-
-
 def _inputs(
     config_path: Path | None, schedule_path: Path | None
 ) -> tuple[V2Config, tuple[Row, ...], list[dict[str, Any]], Path]:
@@ -199,15 +191,6 @@ def _preflight(
         _log.info("v2.preflight", check=line)
     report.require()
     return report
-
-
-def _read_lock(path: Path) -> bytes:
-    try:
-        return read_input(path, MAX_READ, "study lock")
-    except OSError as e:
-        raise V2StudyError(
-            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
-        ) from e
 
 
 def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
@@ -352,7 +335,7 @@ def execute(
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
         refuse_existing(store_dir, resume_command(store_dir, selection, lock_path))
-    lock_bytes = _read_lock(lock)
+    lock_bytes = read_lock_bytes(lock)
     environment = session_environment(
         lock_bytes, str(lock), resume_of=store_dir if resume else None, require=require_environment
     )
@@ -418,8 +401,7 @@ def execute(
                     total=len(rows),
                     done=writer.next_row_index,
                     live=stream.isatty(),
-                    priced=selection.provider is ProviderName.SIMULATED
-                    or run_price(selection, config.generation_config) is not None,
+                    priced=priced(selection, config.generation_config),
                 )
                 if show_progress
                 else None
