@@ -16,6 +16,7 @@ import click
 import msgspec
 
 from harness.environment import session_environments
+from harness.errors import StoreInProgressError
 from harness.log import verbosity
 from harness.providers.selection import (
     ProviderFlags,
@@ -24,7 +25,6 @@ from harness.providers.selection import (
     resume_provider_options,
 )
 from harness.store import VerifyStatus
-from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.runs import default_store_dir
@@ -227,4 +227,4 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             echo(line)
     if view.report.status is VerifyStatus.IN_PROGRESS:
         sys.stdout.flush()
-        sys.exit(EXIT_IN_PROGRESS)
+        sys.exit(StoreInProgressError.exit_code)  # status lines are no error: no error line

@@ -39,7 +39,7 @@ import trio
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
 from harness.environment import describe_store
-from harness.errors import ReplayMismatchError, StoreError, StudyReportError
+from harness.errors import NotReplayableError, ReplayMismatchError, StoreError, StudyReportError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.sandbox import Outcome, ToolCallResult
@@ -70,10 +70,6 @@ from harness.tools.catalog import call_tool
 __all__ = ["render_replay", "replay_store"]
 
 
-class _NotReplayableError(StudyReportError):
-    """The recorded cell holds something replay cannot rebuild (a sandbox failure)."""
-
-
 class RecordedTools:
     """Re-executes each tool call against the world; refuses to invent a sandbox failure."""
 
@@ -87,7 +83,7 @@ class RecordedTools:
         await trio.lowlevel.checkpoint()
         step = self._executed.popleft() if self._executed else None
         if step is not None and step.sandbox_outcome is not None:
-            raise _NotReplayableError(
+            raise NotReplayableError(
                 f"decision {step.decision}: the sandboxed call ended {step.sandbox_outcome}, "
                 "whose message the result does not record"
             )
@@ -131,7 +127,7 @@ async def _replay_cells(
         audit, _, _ = memory_audit()
         try:
             run = await run_cell(inputs.cell(row), provider, RecordedTools(stored.steps), audit)
-        except _NotReplayableError as e:
+        except NotReplayableError as e:
             tally.not_replayable.append(f"{where}: {e}")
             continue
         except (ReplayMismatchError, StoreError) as e:
