@@ -123,7 +123,8 @@ def test_decode_strict_decodes_and_refuses_in_its_three_words() -> None:
     assert decode_strict(b'{"a": 1, "b": "x"}', _Pair, InputError, "p") == _Pair(a=1, b="x")
     with pytest.raises(InputError, match=r"^p is not strict JSON: "):
         decode_strict(b'{"a": 1, "b": "x"', _Pair, InputError, "p")
-    with pytest.raises(InputError, match=r"^p is malformed: Expected `int`, got `str` - at `\$\.a`"):
+    wrong_type = r"^p is malformed: Expected `int`, got `str` - at `\$\.a`"
+    with pytest.raises(InputError, match=wrong_type):
         decode_strict(b'{"a": "1", "b": "x"}', _Pair, InputError, "p")
     with pytest.raises(InputError, match=r"^p is malformed: Object contains unknown field `c`"):
         decode_strict(b'{"a": 1, "b": "x", "c": 0}', _Pair, InputError, "p")
