@@ -45,6 +45,7 @@ from harness.studies._replay import (
     offline,
     render_checks,
 )
+from harness.studies.report_manifest import REPORT_MANIFEST, report_made_at
 from harness.studies.static.analysis import analyse, load_run
 from harness.studies.static.records import StaticCellResult, decode_identity
 from harness.studies.static.report import REPORT_DIR, render_files
@@ -127,12 +128,22 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         gold = {t.task_id: t.gold for t in bench.tasks if t.split == identity.split}
         name = identity.provider.provider
         trio.run(_replay_cells, base, view.cells, snapshots, gold, name, tally)
-        compared, table_mismatches, no_report = compare_report(
-            render_files(analyse(run)),
-            report_dir if report_dir is not None else base / REPORT_DIR,
-            default=report_dir is None,
-            command=f"harness static report {base}",
-        )
+        stored_report = report_dir if report_dir is not None else base / REPORT_DIR
+        stale = report_made_at(stored_report, len(view.cells))
+        no_report = None
+        if stale is None:
+            compared, table_mismatches, no_report = compare_report(
+                render_files(analyse(run)),
+                stored_report,
+                default=report_dir is None,
+                command=f"harness static report {base}",
+            )
+        else:
+            compared = [REPORT_MANIFEST]
+            table_mismatches = [
+                f"report is stale (made at {stale} cells; the store holds {len(view.cells)}): "
+                "write it again with `harness static report`"
+            ]
     return ReplayReport(
         store_status=view.report.status.value,
         cells=len(view.cells),
@@ -149,6 +160,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         simulated=run.info.simulated,
         provider=f"provider: {run.run.who()}",
         environment=describe_store(view),
+        stale_report_cells=stale,
         no_report=no_report,
     )
 

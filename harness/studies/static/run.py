@@ -31,7 +31,6 @@ This module runs the study and writes records; it computes no endpoint (``report
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shlex
 import signal
@@ -53,7 +52,6 @@ from harness.errors import (
     StaticStudyError,
     StoreExistsError,
     TamperError,
-    UnsafeFileError,
 )
 from harness.faults import STATIC_FAULTS
 from harness.lock import DEFAULT_LOCK_PATH, read_lock_bytes
@@ -91,7 +89,6 @@ from harness.providers.selection import (
     selection_for_resume,
 )
 from harness.resources import data_path
-from harness.safeio import MAX_READ, read_regular
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies._cost import CallPlan, announce, estimate
@@ -105,8 +102,8 @@ from harness.studies._store_audit import (
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.progress import Progress, priced
 from harness.studies.provenance import session_environment
+from harness.studies.report_manifest import remove_partial_report
 from harness.studies.static.records import (
-    PARTIAL_MARK,
     REPORT_DIR,
     REPORT_FILES,
     DecisionRecord,
@@ -555,18 +552,9 @@ def _drive(
 
 def _supersede_partial_report(store_dir: Path) -> None:
     """Remove a report written on this store while it was partial: resume makes it stale."""
-    directory = store_dir / REPORT_DIR
-    try:
-        head = read_regular(directory / "table2.md", MAX_READ, what="table2.md")
-    except (OSError, UnsafeFileError):
-        return
-    if PARTIAL_MARK.encode() not in head:
-        return
-    for name in REPORT_FILES:
-        (directory / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        directory.rmdir()
-    _log.warning("static.partial_report_removed", store=str(store_dir))
+    made = remove_partial_report(store_dir / REPORT_DIR, REPORT_FILES)
+    if made is not None:
+        _log.warning("static.partial_report_removed", store=str(store_dir), cells=made)
 
 
 def _refuse_existing(out: Path) -> None:

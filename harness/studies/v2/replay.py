@@ -52,6 +52,7 @@ from harness.studies._replay import (
     offline,
     render_checks,
 )
+from harness.studies.report_manifest import report_made_at
 from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.report import (
@@ -59,7 +60,6 @@ from harness.studies.v2.report import (
     REPORT_MANIFEST,
     bound_config,
     build_report,
-    decode_manifest,
     load_results,
 )
 from harness.studies.v2.runner import StudyInputs, prepare
@@ -143,16 +143,6 @@ async def _replay_cells(
         tally.settle(where, problems, run.attempts, attempts, provider)
 
 
-def _stale_at(report_dir: Path, cells: int) -> int | None:
-    """The cells a stored report was made at when that is not the store's count now."""
-    try:
-        data = (report_dir / REPORT_MANIFEST).read_bytes()
-        made = decode_manifest(data, origin=str(report_dir / REPORT_MANIFEST)).store.cells
-    except (OSError, StudyReportError):
-        return None
-    return made if made != cells else None
-
-
 def _compare_tables(
     root: Path, config_path: Path, report_dir: Path, *, default: bool
 ) -> tuple[list[str], list[str], str | None]:
@@ -192,7 +182,7 @@ def replay_store(
         tally = Tally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
         stored_report = report_dir if report_dir is not None else base / REPORT_DIR
-        stale = _stale_at(stored_report, len(view.cells))
+        stale = report_made_at(stored_report, len(view.cells))
         no_report = None
         if stale is None:
             compared, table_mismatches, no_report = _compare_tables(

@@ -34,7 +34,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.canonical import canonical_bytes
 from harness.environment import describe_store
 from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed, require_extra
@@ -48,6 +48,8 @@ from harness.studies import _html
 from harness.studies._figures import Bar, Panel, interval_panels
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
 from harness.studies.provenance import with_environment_header
+from harness.studies.report_manifest import REPORT_MANIFEST, ReportManifest, with_manifest
+from harness.studies.report_manifest import decode_manifest as shared_decode_manifest
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import (
     OUTCOME_LABELS,
@@ -71,10 +73,8 @@ __all__ = [
     "FIGURE_FILES",
     "REPORT_FILES",
     "REPORT_MANIFEST",
-    "report_cells",
     "ReportBundle",
     "ReportDocument",
-    "ReportManifest",
     "StoreIdentity",
     "bound_config",
     "build_report",
@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 REPORT_DIR: Final = "report"
-REPORT_MANIFEST: Final = "report-manifest.json"
+V2_MANIFEST_SCHEMA: Final = "harness.v2-report-manifest.v1"
 FIGURE_FILE: Final = "figure.png"
 FIGURE_FILES: Final = ("figure.png", "figure.svg", "figure.pdf")
 """Written only with the [plots] extra installed; every other report file always."""
@@ -140,16 +140,6 @@ class ReportDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     store: StoreIdentity
     analysis: V2Analysis
     failures: ProviderFailures | None = None
-
-
-class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``report-manifest.json``: each report file's digest (``study.report-table.v1``)."""
-
-    schema: Literal["harness.v2-report-manifest.v1"] = "harness.v2-report-manifest.v1"
-    partial: bool = False
-    pilot: bool = False
-    store: StoreIdentity
-    files: dict[str, str]
 
 
 def _models(view: StoreView) -> tuple[str, ...]:
@@ -850,14 +840,13 @@ def render_files(
         )
     files["report.html"] = render_html(document, list(cells or ()), figures)
     files.update(figures)
-    manifest = ReportManifest(
+    return with_manifest(
+        files,
+        schema=V2_MANIFEST_SCHEMA,
         partial=document.partial,
         pilot=document.pilot,
         store=document.store,
-        files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
     )
-    files[REPORT_MANIFEST] = msgspec.json.format(canonical_bytes(manifest), indent=2) + b"\n"
-    return files
 
 
 def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
@@ -881,23 +870,10 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
     return written
 
 
-def decode_manifest(data: bytes, *, origin: str) -> ReportManifest:
-    """Decode a ``report-manifest.json``.
+def decode_manifest(data: bytes, *, origin: str) -> ReportManifest[StoreIdentity]:
+    """Decode a V2 ``report-manifest.json``.
 
     Raises:
-        StudyReportError: the bytes are not a report manifest.
+        StudyReportError: the bytes are not a V2 report manifest.
     """
-    try:
-        return msgspec.json.decode(data, type=ReportManifest)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise StudyReportError(f"{origin} is not a V2 report manifest: {e}") from e
-
-
-def report_cells(data: bytes, *, origin: str) -> int | None:
-    """The cells a stored report was made at when it is partial (None: a complete report).
-
-    Raises:
-        StudyReportError: the bytes are not a report manifest.
-    """
-    manifest = decode_manifest(data, origin=origin)
-    return manifest.store.cells if manifest.partial else None
+    return shared_decode_manifest(data, StoreIdentity, V2_MANIFEST_SCHEMA, StudyReportError, origin)

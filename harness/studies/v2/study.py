@@ -31,7 +31,6 @@ the confirmatory analysis (``harness v2 report``).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +82,7 @@ from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
 from harness.studies.progress import Progress, priced
 from harness.studies.provenance import session_environment
+from harness.studies.report_manifest import remove_partial_report
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
@@ -511,21 +511,11 @@ def _resolve(store_dir: Path, flags: ProviderFlags, config: V2Config) -> Provide
 def _supersede_partial_report(store_dir: Path) -> None:
     """Remove a report written on this store while it was partial: resume makes it stale."""
     # Imported here: the report pulls in matplotlib, which a run does not otherwise need.
-    from harness.studies.v2.report import REPORT_DIR, REPORT_FILES, REPORT_MANIFEST, report_cells
+    from harness.studies.v2.report import REPORT_DIR, REPORT_FILES
 
-    directory = store_dir / REPORT_DIR
-    manifest = directory / REPORT_MANIFEST
-    try:
-        made = report_cells(manifest.read_bytes(), origin=str(manifest))
-    except (OSError, StudyReportError):
-        return
-    if made is None:
-        return
-    for name in (*REPORT_FILES, REPORT_MANIFEST):
-        (directory / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        directory.rmdir()
-    _log.warning("v2.partial_report_removed", cells=made)
+    made = remove_partial_report(store_dir / REPORT_DIR, REPORT_FILES)
+    if made is not None:
+        _log.warning("v2.partial_report_removed", cells=made)
 
 
 def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:
