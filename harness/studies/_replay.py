@@ -35,6 +35,7 @@ __all__ = [
     "compare_report",
     "offline",
     "render_checks",
+    "store_line",
 ]
 
 _MAX_SHOWN: Final = 20
@@ -254,6 +255,15 @@ def compare_report(
         if stored != data:
             mismatches.append(f"{name}: the stored file differs from the regenerated one")
     return compared, mismatches, None
+
+
+def store_line(report: ReplayReport, *, study: str | None = None) -> str:
+    """The replay's line of the store's state, offline and (simulated) provider, either study."""
+    return (
+        (f"study: {study}; " if study else "")
+        + f"store: {report.store_status}; offline, no credential"
+        + ("; simulated provider (not a language model)" if report.simulated else "")
+    )
 
 
 def render_checks(report: ReplayReport) -> list[str]:

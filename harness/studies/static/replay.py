@@ -44,6 +44,7 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    store_line,
 )
 from harness.studies.report_manifest import REPORT_MANIFEST, report_made_at
 from harness.studies.static.analysis import analyse, load_run
@@ -170,8 +171,7 @@ def render_static_replay(report: ReplayReport) -> str:
     out = [
         report.provider,
         *([report.environment] if report.environment else []),
-        f"study: static; store: {report.store_status}; offline, no credential"
-        + ("; simulated provider (not a language model)" if report.simulated else ""),
+        store_line(report, study="static"),
         f"snapshots: {report.cells_identical}/{report.cells} replayed identically "
         f"({report.cells_replayed} replayed)",
         f"decisions: {report.policy_decisions_replayed} policy decisions recomputed; "

@@ -51,6 +51,7 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    store_line,
 )
 from harness.studies.report_manifest import report_made_at
 from harness.studies.v2.loop import run_cell
@@ -220,8 +221,7 @@ def render_replay(report: ReplayReport) -> str:
     out = [
         *([report.provider] if report.provider else []),
         *([report.environment] if report.environment else []),
-        f"store: {report.store_status}; offline, no credential"
-        + ("; simulated provider (not a language model)" if report.simulated else ""),
+        store_line(report),
         f"cells: {report.cells_identical}/{report.cells} replayed identically "
         f"({report.cells_replayed} replayed, {len(report.not_replayable)} not replayable)",
         f"decisions: {report.decisions_replayed} planner decisions and "
