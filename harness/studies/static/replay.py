@@ -46,7 +46,6 @@ from harness.studies._replay import (
     render_checks,
     store_line,
 )
-from harness.studies.report_manifest import REPORT_MANIFEST, report_made_at
 from harness.studies.static.analysis import analyse, load_run
 from harness.studies.static.records import StaticCellResult, decode_identity
 from harness.studies.static.report import REPORT_DIR, render_files
@@ -129,22 +128,13 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         gold = {t.task_id: t.gold for t in bench.tasks if t.split == identity.split}
         name = identity.provider.provider
         trio.run(_replay_cells, base, view.cells, snapshots, gold, name, tally)
-        stored_report = report_dir if report_dir is not None else base / REPORT_DIR
-        stale = report_made_at(stored_report, len(view.cells))
-        no_report = None
-        if stale is None:
-            compared, table_mismatches, no_report = compare_report(
-                render_files(analyse(run)),
-                stored_report,
-                default=report_dir is None,
-                command=f"harness static report {base}",
-            )
-        else:
-            compared = [REPORT_MANIFEST]
-            table_mismatches = [
-                f"report is stale (made at {stale} cells; the store holds {len(view.cells)}): "
-                "write it again with `harness static report`"
-            ]
+        tables = compare_report(
+            lambda: render_files(analyse(run)),
+            report_dir if report_dir is not None else base / REPORT_DIR,
+            cells=len(view.cells),
+            default=report_dir is None,
+            command=f"harness static report {base}",
+        )
     return ReplayReport(
         store_status=view.report.status.value,
         cells=len(view.cells),
@@ -156,13 +146,13 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         not_replayable=(),
         mismatches=tuple(tally.mismatches),
         audit_problems=audit.problems,
-        tables_compared=tuple(compared),
-        table_mismatches=tuple(table_mismatches),
+        tables_compared=tuple(tables.compared),
+        table_mismatches=tuple(tables.mismatches),
         simulated=run.info.simulated,
         provider=f"provider: {run.run.who()}",
         environment=describe_store(view),
-        stale_report_cells=stale,
-        no_report=no_report,
+        stale_report_cells=tables.stale_cells,
+        no_report=tables.no_report,
     )
 
 

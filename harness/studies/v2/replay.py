@@ -53,12 +53,10 @@ from harness.studies._replay import (
     render_checks,
     store_line,
 )
-from harness.studies.report_manifest import report_made_at
 from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.report import (
     REPORT_DIR,
-    REPORT_MANIFEST,
     bound_config,
     build_report,
     load_results,
@@ -144,17 +142,6 @@ async def _replay_cells(
         tally.settle(where, problems, run.attempts, attempts, provider)
 
 
-def _compare_tables(
-    root: Path, config_path: Path, report_dir: Path, *, default: bool
-) -> tuple[list[str], list[str], str | None]:
-    return compare_report(
-        build_report(root, config_path).files,
-        report_dir,
-        default=default,
-        command=f"harness v2 report {root}",
-    )
-
-
 def replay_store(
     root: str | Path, config_path: Path, *, report_dir: Path | None = None
 ) -> ReplayReport:
@@ -182,19 +169,13 @@ def replay_store(
         inputs = prepare(config, rows)
         tally = Tally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
-        stored_report = report_dir if report_dir is not None else base / REPORT_DIR
-        stale = report_made_at(stored_report, len(view.cells))
-        no_report = None
-        if stale is None:
-            compared, table_mismatches, no_report = _compare_tables(
-                base, config_path, stored_report, default=report_dir is None
-            )
-        else:
-            compared = [REPORT_MANIFEST]
-            table_mismatches = [
-                f"report is stale (made at {stale} cells; the store holds {len(view.cells)}): "
-                "write it again with `harness v2 report`"
-            ]
+        tables = compare_report(
+            lambda: build_report(base, config_path).files,
+            report_dir if report_dir is not None else base / REPORT_DIR,
+            cells=len(view.cells),
+            default=report_dir is None,
+            command=f"harness v2 report {base}",
+        )
     return ReplayReport(
         store_status=view.report.status.value,
         cells=len(view.cells),
@@ -206,13 +187,13 @@ def replay_store(
         not_replayable=tuple(tally.not_replayable),
         mismatches=tuple(tally.mismatches),
         audit_problems=audit.problems,
-        tables_compared=tuple(compared),
-        table_mismatches=tuple(table_mismatches),
+        tables_compared=tuple(tables.compared),
+        table_mismatches=tuple(tables.mismatches),
         simulated=all(r.simulated for r in results),
         provider=provider_line(view, results),
         environment=describe_store(view),
-        stale_report_cells=stale,
-        no_report=no_report,
+        stale_report_cells=tables.stale_cells,
+        no_report=tables.no_report,
     )
 
 
