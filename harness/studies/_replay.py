@@ -21,12 +21,13 @@ import msgspec
 import trio
 
 from harness.canonical import canonical_bytes
+from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, UnsafeFileError
 from harness.providers.audit import AttemptRecord, Audit
 from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.safeio import MAX_READ, read_regular
-from harness.store import read_blob
+from harness.store import StoreView, read_blob
 from harness.studies.report_manifest import REPORT_MANIFEST, report_made_at
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "compare_report",
     "offline",
     "render_checks",
+    "replay_report",
     "store_line",
 ]
 
@@ -230,6 +232,37 @@ class TablesCompared(NamedTuple):
     mismatches: list[str]
     no_report: str | None = None
     stale_cells: int | None = None
+
+
+def replay_report(
+    view: StoreView,
+    tally: Tally,
+    audit_problems: tuple[str, ...],
+    tables: TablesCompared,
+    *,
+    simulated: bool,
+    provider: str,
+) -> ReplayReport:
+    """The one shape of either study's replay result, from what it counted and compared."""
+    return ReplayReport(
+        store_status=view.report.status.value,
+        cells=len(view.cells),
+        cells_replayed=tally.replayed,
+        cells_identical=tally.identical,
+        decisions_replayed=tally.decisions,
+        policy_decisions_replayed=tally.policy_decisions,
+        attempts_served=tally.served,
+        not_replayable=tuple(tally.not_replayable),
+        mismatches=tuple(tally.mismatches),
+        audit_problems=audit_problems,
+        tables_compared=tuple(tables.compared),
+        table_mismatches=tuple(tables.mismatches),
+        simulated=simulated,
+        provider=provider,
+        environment=describe_store(view),
+        stale_report_cells=tables.stale_cells,
+        no_report=tables.no_report,
+    )
 
 
 def compare_report(

@@ -31,7 +31,6 @@ from harness.audit import audit_store
 from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.canonical import canonical_bytes
-from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, StoreError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.config import default_generation_config
@@ -44,6 +43,7 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    replay_report,
     store_line,
 )
 from harness.studies.static.analysis import analyse, load_run
@@ -135,24 +135,13 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
             default=report_dir is None,
             command=f"harness static report {base}",
         )
-    return ReplayReport(
-        store_status=view.report.status.value,
-        cells=len(view.cells),
-        cells_replayed=tally.replayed,
-        cells_identical=tally.identical,
-        decisions_replayed=0,
-        policy_decisions_replayed=tally.policy_decisions,
-        attempts_served=tally.served,
-        not_replayable=(),
-        mismatches=tuple(tally.mismatches),
-        audit_problems=audit.problems,
-        tables_compared=tuple(tables.compared),
-        table_mismatches=tuple(tables.mismatches),
+    return replay_report(
+        view,
+        tally,
+        audit.problems,
+        tables,
         simulated=run.info.simulated,
         provider=f"provider: {run.run.who()}",
-        environment=describe_store(view),
-        stale_report_cells=tables.stale_cells,
-        no_report=tables.no_report,
     )
 
 

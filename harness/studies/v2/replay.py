@@ -38,7 +38,6 @@ import trio
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
-from harness.environment import describe_store
 from harness.errors import NotReplayableError, ReplayMismatchError, StoreError, StudyReportError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
@@ -51,6 +50,7 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    replay_report,
     store_line,
 )
 from harness.studies.v2.loop import run_cell
@@ -176,24 +176,13 @@ def replay_store(
             default=report_dir is None,
             command=f"harness v2 report {base}",
         )
-    return ReplayReport(
-        store_status=view.report.status.value,
-        cells=len(view.cells),
-        cells_replayed=tally.replayed,
-        cells_identical=tally.identical,
-        decisions_replayed=tally.decisions,
-        policy_decisions_replayed=tally.policy_decisions,
-        attempts_served=tally.served,
-        not_replayable=tuple(tally.not_replayable),
-        mismatches=tuple(tally.mismatches),
-        audit_problems=audit.problems,
-        tables_compared=tuple(tables.compared),
-        table_mismatches=tuple(tables.mismatches),
+    return replay_report(
+        view,
+        tally,
+        audit.problems,
+        tables,
         simulated=all(r.simulated for r in results),
         provider=provider_line(view, results),
-        environment=describe_store(view),
-        stale_report_cells=tables.stale_cells,
-        no_report=tables.no_report,
     )
 
 
