@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Final, NoReturn
 
 from harness._credential_pipe import CREDENTIAL_FD_VARIABLE, inherited, take_inherited
+from harness.errors import StoppedError
 from harness.stopping import hold_at_exit, install
 
 __all__ = ["run"]
@@ -67,7 +68,7 @@ def _reexec_without(name: str) -> None:
 
 def _interrupted() -> NoReturn:
     sys.stderr.write("error: interrupted while starting; nothing was written\n")
-    sys.exit(130)
+    sys.exit(StoppedError.exit_code)
 
 
 def run() -> None:

@@ -8,7 +8,6 @@ exits. Expected failures are ``HarnessError`` subclasses, printed as one line by
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -17,13 +16,19 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit, study_kind
-from harness.errors import InputError, TamperError
+from harness.errors import (
+    AuditFailedError,
+    InputError,
+    LockStaleError,
+    ReplayMismatchError,
+    StoreInProgressError,
+    TamperError,
+)
 from harness.lock import DEFAULT_LOCK_PATH, check_lock, write_lock
 from harness.providers import scrub_ambient
 from harness.providers.credentials import CredentialSource, KeyScan, load_credential
 from harness.resources import data_path, is_checkout
 from harness.store import VerifyReport, VerifyStatus, lock_digest, read_store, verify_store
-from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
@@ -65,8 +70,7 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
         for line in found.environment:
             echo(f"environment: {line} (provenance, not stale)")
         if found.stale:
-            echo(f"study lock {path} is stale; run `harness lock`", err=True)
-            sys.exit(3)
+            raise LockStaleError(f"study lock {path} is stale; run `harness lock`")
         data = path.read_bytes()
         echo(f"study lock {path} is current ({lock_digest(data)})")
         return
@@ -84,16 +88,18 @@ def lock_cmd(root: Path | None, out: Path | None, check: bool) -> None:
     echo(f"  generation_config {lock.generation_config.digest}")
 
 
+def _problems(problems: tuple[str, ...]) -> str:
+    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''} (listed in the report)"
+
+
 def _refuse_live(store: Path, verb: str) -> VerifyReport:
     """One line and exit 5 while a writer holds ``store``: its tail is still being written."""
     report = verify_store(store)
     if report.status is VerifyStatus.IN_PROGRESS:
-        echo(
-            f"error: store {store} is in progress ({report.writer} holds it); {verb} it once "
-            "the run has stopped",
-            err=True,
+        raise StoreInProgressError(
+            f"store {store} is in progress ({report.writer} holds it); {verb} it once "
+            "the run has stopped"
         )
-        sys.exit(EXIT_IN_PROGRESS)
     return report
 
 
@@ -150,7 +156,7 @@ def audit_cmd(
     else:
         echo(render_audit(report))
     if not report.ok:
-        sys.exit(3)
+        raise AuditFailedError(f"the audit of {store} found {_problems(report.problems)}")
 
 
 @click.command("replay")
@@ -204,7 +210,7 @@ def replay_cmd(
     else:
         echo(text)
     if not report.ok:
-        sys.exit(3)
+        raise ReplayMismatchError(f"the replay of {store} failed (see above)")
 
 
 @click.command("export")

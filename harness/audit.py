@@ -46,13 +46,19 @@ import msgspec
 
 from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.environment import describe_store
-from harness.errors import StoreError, StudyKindError, TamperError, UnsafeFileError
+from harness.errors import (
+    StoreError,
+    StudyKindError,
+    StudyReportError,
+    TamperError,
+    UnsafeFileError,
+)
 from harness.preflight_report import REPORT_SCHEMA, decode_report
 from harness.privacy import Finding, KeyFinder, credential_findings, key_findings
 from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
-from harness.run_identity import PROVIDER_KEY, read_identity
+from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
 from harness.safeio import MAX_READ, read_regular
 from harness.store import (
     BeginEntry,
@@ -564,15 +570,13 @@ def _outage_cells(view: StoreView) -> list[str]:
 
 def _check_prices(view: StoreView, attempts: dict[int, _Attempt]) -> list[str]:
     """Every priced attempt of a store whose genesis records the user's prices used them."""
-    genesis = view.genesis
-    plain = None if genesis is None else genesis.identity.get("provider")
-    given = plain.get("price") if isinstance(plain, dict) else None
-    if given is None:
-        return []
     try:
-        price = msgspec.convert(given, PriceTable)
-    except msgspec.ValidationError as e:
-        return [f"the genesis price table is not one: {e}"]
+        identity = provider_identity_of(view)  # the one reader of the genesis provider
+    except StudyReportError as e:
+        return [str(e)]
+    price = None if identity is None else identity.price
+    if price is None:
+        return []
     wrong = [
         a.begin_seq
         for a in attempts.values()

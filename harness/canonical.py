@@ -15,13 +15,14 @@ import math
 import re
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import blake3
 import msgspec
 
 __all__ = [
     "check_strict_json",
+    "decode_strict",
     "DIGEST_PREFIX",
     "Domain",
     "NonCanonicalError",
@@ -33,6 +34,8 @@ __all__ = [
     "ensure_finite",
     "is_digest",
 ]
+
+_T = TypeVar("_T")
 
 DIGEST_PREFIX: Final = "blake3:"
 _DIGEST_LEN: Final = len(DIGEST_PREFIX) + 64
@@ -210,3 +213,31 @@ def check_strict_json(data: bytes) -> None:
     except ValueError as e:  # UnicodeDecodeError is a ValueError
         text = str(e)
         raise ValueError(text.splitlines()[0] if text else type(e).__name__) from e
+
+
+def decode_strict(data: bytes, type_: type[_T], error: type[Exception], what: str) -> _T:
+    """Decode one strict JSON document (``check_strict_json``) into ``type_``.
+
+    The one decoder of the trusted files that shape a run (the study lock, the generation and
+    study configs): each names its own error class and how its messages name the file.
+
+    Args:
+        data: the file's bytes.
+        type_: the Struct (or any msgspec type) the document must be; decoded strictly.
+        error: the exception class raised on any failure.
+        what: the file in words (``"study lock PATH"``), the start of every message.
+
+    Raises:
+        error: ``"<what> is not strict JSON: ..."``, ``"<what> is not JSON: ..."`` or
+            ``"<what> is malformed: ..."`` (the schema's first complaint).
+    """
+    try:
+        check_strict_json(data)
+    except ValueError as e:
+        raise error(f"{what} is not strict JSON: {e}") from e
+    try:
+        return msgspec.json.decode(data, type=type_)
+    except msgspec.ValidationError as e:
+        raise error(f"{what} is malformed: {e}") from e
+    except msgspec.DecodeError as e:
+        raise error(f"{what} is not JSON: {e}") from e

@@ -16,7 +16,7 @@ import msgspec
 
 from harness import ect
 from harness.canonical import canonical_bytes
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, StoppedError
 from harness.log import configure
 from harness.safeio import read_input_head
 from harness.terminal import echo, json_out
@@ -204,7 +204,7 @@ class _Main(click.Group):
 
 def _interrupted(ctx: click.Context) -> None:
     echo("error: interrupted (Ctrl-C); nothing more was written", err=True)
-    ctx.exit(130)
+    ctx.exit(StoppedError.exit_code)
 
 
 def _first_harness_error(group: BaseExceptionGroup[BaseException]) -> HarnessError | None:

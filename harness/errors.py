@@ -13,6 +13,7 @@ __all__ = [
     "HarnessError",
     "InfrastructureError",
     "InputError",
+    "StoppedError",
     "UnsafeFileError",
     "MissingExtraError",
     "PromptBlindingError",
@@ -37,6 +38,7 @@ __all__ = [
     "StoreError",
     "StoreExistsError",
     "StoreFinalizedError",
+    "StoreInProgressError",
     "StoreNotFoundError",
     "TamperError",
     "WriterLockedError",
@@ -46,6 +48,7 @@ __all__ = [
     "SandboxPolicyError",
     "SandboxProbeError",
     "SandboxRequestError",
+    "SbplSyntaxError",
     "SandboxUnavailableError",
     "SandboxZygoteError",
     "ToolChildKilledError",
@@ -59,6 +62,8 @@ __all__ = [
     "EnvironmentMismatchError",
     "PreflightFailedError",
     "PrivacyError",
+    "AuditFailedError",
+    "NotReplayableError",
     "ReplayMismatchError",
     "StudyLockError",
     "StudyKindError",
@@ -92,6 +97,12 @@ class InfrastructureError(HarnessError):
     finalized, and ``v2 resume`` continues it. Never a study outcome, never in a denominator."""
 
     exit_code = 75
+
+
+class StoppedError(HarnessError):
+    """Ctrl-C or SIGTERM stopped the command (the conventional 128 + SIGINT)."""
+
+    exit_code = 130
 
 
 class InputError(HarnessError):
@@ -174,6 +185,13 @@ class StoreExistsError(StoreError):
 
 class WriterLockedError(StoreError):
     """Another process holds the store's single-writer lock; the message names the holder."""
+
+
+class StoreInProgressError(StoreError):
+    """A command that reads a whole store met one a live writer holds (its tail is still being
+    written): audit, replay or status it once the run has stopped."""
+
+    exit_code = 5
 
 
 class TamperError(StoreError):
@@ -272,6 +290,10 @@ class SandboxPolicyError(SandboxError):
     """The pinned sandbox policy or profile file is missing, unreadable or malformed."""
 
 
+class SbplSyntaxError(SandboxPolicyError):
+    """A Seatbelt (macOS) profile's text is not well-formed S-expressions."""
+
+
 class SandboxRequestError(SandboxError):
     """A tool request is not of the required shape or cannot be encoded canonically."""
 
@@ -362,6 +384,17 @@ class ReplayMismatchError(StudyReportError):
     exit_code = 3
 
 
+class AuditFailedError(HarnessError):
+    """``harness audit`` found a problem (listed in its report, printed before this line)."""
+
+    exit_code = 3
+
+
+class NotReplayableError(StudyReportError):
+    """A recorded V2 cell holds something replay cannot rebuild (a sandbox failure); replay
+    counts the cell as not replayable, not as a mismatch."""
+
+
 class StudyKindError(StudyReportError):
     """The store's genesis identity names neither study (V2 or static), or not the one asked."""
 
@@ -422,10 +455,8 @@ class BreakerTrippedError(InfrastructureError, V2StudyError):
     run stops unfinalized. Internal control flow; the runner catches it and reports the outage."""
 
 
-class RunStoppedError(V2StudyError):
+class RunStoppedError(StoppedError, V2StudyError):
     """A signal stopped the run after its last committed cell; ``v2 resume`` continues it."""
-
-    exit_code = 130
 
 
 # Gate family (harness/gate, harness/integrations): ECT as a stop condition in an agent loop.

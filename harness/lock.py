@@ -43,7 +43,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, check_strict_json, digest, digest_bytes
+from harness.canonical import Domain, canonical_bytes, decode_strict, digest, digest_bytes
 from harness.environment import Environment, current_environment, differences
 from harness.errors import CoveredFileMissingError, LockStaleError, StudyLockError
 from harness.providers.config import (
@@ -76,6 +76,7 @@ __all__ = [
     "file_digest",
     "project_root",
     "read_lock",
+    "read_lock_bytes",
     "require_current",
     "study_generation_config",
     "tree_digest",
@@ -173,6 +174,12 @@ class StudyLock(_Lock, frozen=True, kw_only=True):
             if item.role is role:
                 return item
         raise StudyLockError(f"the study lock covers no {role.value} file")
+
+
+class _StudyConfigGeneration(msgspec.Struct, frozen=True, kw_only=True):
+    """The one part of the study config the lock reads (the rest is the study's to judge)."""
+
+    generation_config: GenerationConfig
 
 
 def project_root() -> Path:
@@ -282,21 +289,15 @@ def study_generation_config(root: Path | None = None) -> GenerationConfig:
 
     Raises:
         CoveredFileMissingError: the lock covers no study config, or it does not exist.
-        StudyLockError: the study config holds no valid generation config.
+        StudyLockError: the study config is not strict JSON or holds no valid generation config.
     """
     base = None if root is None else root.resolve()
     rel = next((path for role, path in COVERED_FILES if role is FileRole.STUDY_CONFIG), None)
     if rel is None:
         raise CoveredFileMissingError("the study lock covers no study config")
     data = _read(_covered_path(base, rel), f"{FileRole.STUDY_CONFIG.value} {rel}")
-    try:
-        check_strict_json(data)
-        document = msgspec.json.decode(data, type=dict[str, Any])
-        return msgspec.convert(document["generation_config"], GenerationConfig, strict=True)
-    except KeyError as e:
-        raise StudyLockError(f"the study config {rel} names no generation_config") from e
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
-        raise StudyLockError(f"the study config {rel} holds no valid generation config: {e}") from e
+    study = decode_strict(data, _StudyConfigGeneration, StudyLockError, f"the study config {rel}")
+    return study.generation_config
 
 
 def encode_lock(lock: StudyLock) -> bytes:
@@ -310,16 +311,22 @@ def decode_lock(data: bytes, *, origin: str) -> StudyLock:
     Raises:
         StudyLockError: the bytes are not a lock of this schema (unknown fields refused).
     """
+    return decode_strict(data, StudyLock, StudyLockError, f"study lock {origin}")
+
+
+def read_lock_bytes(path: Path) -> bytes:
+    """The exact bytes of the lock file at ``path`` (a run binds these, not a re-encoding).
+
+    Raises:
+        StudyLockError: the file is missing or unreadable (the message says how to write one).
+        UnsafeFileError: not a regular file, or over the read bound.
+    """
     try:
-        check_strict_json(data)
-    except ValueError as e:
-        raise StudyLockError(f"study lock {origin} is not strict JSON: {e}") from e
-    try:
-        return msgspec.json.decode(data, type=StudyLock)
-    except msgspec.ValidationError as e:
-        raise StudyLockError(f"study lock {origin} is malformed: {e}") from e
-    except msgspec.DecodeError as e:
-        raise StudyLockError(f"study lock {origin} is not JSON: {e}") from e
+        return read_input(path, MAX_READ, "study lock")
+    except OSError as e:
+        raise StudyLockError(
+            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
+        ) from e
 
 
 def read_lock(path: Path) -> tuple[StudyLock, bytes]:
@@ -328,10 +335,7 @@ def read_lock(path: Path) -> tuple[StudyLock, bytes]:
     Raises:
         StudyLockError: the file is missing, unreadable or malformed.
     """
-    try:
-        data = read_input(path, MAX_READ, "study lock")
-    except OSError as e:
-        raise StudyLockError(f"cannot read the study lock {path}: {e.strerror}") from e
+    data = read_lock_bytes(path)
     return decode_lock(data, origin=str(path)), data
 
 

@@ -1,7 +1,11 @@
 """structlog, configured once: a human console renderer by default, JSON lines on request.
 
 Events are dotted names with data as keywords: ``log.info("store.commit", seq=12)``. Logs go to
-stderr so a command's stdout stays machine-readable.
+stderr so a command's stdout stays machine-readable. Every event carries the name of the logger
+that emitted it (``logger``, e.g. ``harness.studies.v2``) and the UTC time it was emitted
+(``timestamp``: ISO 8601 to the microsecond in JSON lines, to the second on the console), so a
+multi-hour run's log can be searched and lined up with its store. Log output is never part of
+anything hashed, stored or compared; the clock is read here only.
 
 Verbosity (``harness -v/-q``): by default the console shows warnings and errors only (plus a
 command's own progress line and summary); ``-v`` adds info events (preflight checks, store
@@ -16,14 +20,16 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, Final, TextIO
 
 import structlog
+from structlog.typing import FilteringBoundLogger
 
 from harness.terminal import LoggingHandler, escape, show_warning
 
 __all__ = ["before_log_line", "configure", "get_logger", "level_for", "verbosity"]
 
+_CONSOLE_TIME: Final = "%Y-%m-%dT%H:%M:%SZ"
 _configured = False
 _verbosity = 0
 _before_line: list[Callable[[], None]] = []
@@ -37,6 +43,28 @@ def before_log_line(hook: Callable[[], None] | None) -> None:
     _before_line.clear()
     if hook is not None:
         _before_line.append(hook)
+
+
+class _NamedPrinter(structlog.PrintLogger):
+    """structlog's printer, knowing the name ``get_logger`` was given (``_add_name`` reads it)."""
+
+    def __init__(self, file: TextIO, name: str) -> None:
+        super().__init__(file)
+        self.name = name
+
+    @staticmethod
+    def factory(file: TextIO) -> Callable[..., _NamedPrinter]:
+        """The logger factory: ``get_logger(name)``'s ``name`` arrives as the first argument."""
+        return lambda *args: _NamedPrinter(file, str(args[0]) if args else "")
+
+
+def _add_name(
+    logger: object, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    name = getattr(logger, "name", "")
+    if name:
+        event.setdefault("logger", name)
+    return event
 
 
 def _end_live_line(
@@ -78,16 +106,19 @@ def configure(
         if json_lines
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    stamp = structlog.processors.TimeStamper(fmt="iso" if json_lines else _CONSOLE_TIME, utc=True)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
+            _add_name,
+            stamp,
             structlog.processors.format_exc_info,
             _end_live_line,
             renderer,
             _inert,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_NamedPrinter.factory(sys.stderr),
         cache_logger_on_first_use=False,
     )
     # What libraries log with no handler of their own, and their warnings, shown made inert.
@@ -105,8 +136,14 @@ def _inert(_logger: Any, _name: str, rendered: Any) -> Any:
     return escape(rendered, multiline=True) if isinstance(rendered, str) else rendered
 
 
-def get_logger(name: str) -> Any:
-    """A bound logger for ``name``; configures defaults on first use."""
+def get_logger(name: str) -> FilteringBoundLogger:
+    """A logger for ``name`` whose every event carries ``logger=name``; configures defaults on
+    first use.
+
+    The logger is a lazy proxy: it renders with whatever ``configure`` set last, so a module
+    may take its logger at import, before the command line chose the format and verbosity.
+    """
     if not _configured:
         configure()
-    return structlog.get_logger(name)
+    logger: FilteringBoundLogger = structlog.get_logger(name)
+    return logger

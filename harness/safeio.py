@@ -1,4 +1,4 @@
-"""Bounded, no-follow reading of files, and the one atomic replace of a file by new bytes.
+"""Bounded, no-follow reading of files; the one atomic replace of a file and of a directory.
 
 A store directory, a certificate or a policy file may be hostile: a symlink pointing outside,
 a FIFO that blocks forever, ``/dev/zero`` or a sparse multi-GB file that grows memory until the
@@ -11,9 +11,11 @@ Names inside a directory are opened relative to that directory's descriptor (``d
 directory swapped for a symlink after it was opened cannot redirect the read.
 
 ``write_atomic`` is the one way the harness replaces a whole file outside the store (the lock,
-reports): the bytes go to a hidden temporary beside the file
-and are renamed over it, so a reader sees the old file or the new one, never a torn one. The
-run store's own commit protocol (``harness.store``) has its own injected-fault file layer.
+reports): the bytes go to a new hidden temporary beside the file (a unique name, created without
+following links) and are renamed over it, so a reader sees the old file or the new one, never a
+torn one. ``publish_dir`` is the same for a new directory (a snapshot export, an artifact
+bundle). The run store's own commit protocol (``harness.store``) has its own injected-fault
+file layer.
 
 This module knows nothing of stores or certificates.
 """
@@ -22,8 +24,11 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
-from pathlib import Path
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 from harness.errors import UnsafeFileError
@@ -36,6 +41,7 @@ __all__ = [
     "file_kind",
     "fsync_dir",
     "open_dir",
+    "publish_dir",
     "read_fd",
     "read_input",
     "read_input_head",
@@ -248,8 +254,29 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+_TMP_TRIES: Final = 16
+
+
+def _create_hidden(directory: Path, name: str) -> tuple[Path, int]:
+    """Create a new hidden file beside ``name`` in ``directory``; return its path and descriptor.
+
+    The name is unique (process id and a random token), so two writers of one file never share
+    a temporary, and it is created with ``O_EXCL | O_NOFOLLOW``: a link planted under that name
+    is never followed, the create fails instead and another name is drawn. The token is not
+    part of anything hashed or compared.
+    """
+    for _ in range(_TMP_TRIES):
+        tmp = directory / f".{name}.{os.getpid()}-{os.urandom(6).hex()}.tmp"
+        try:
+            return tmp, os.open(tmp, _WRITE_FLAGS, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {name}", str(directory))
+
+
 def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
-    """Replace ``path`` by ``data`` atomically (a hidden ``.<name>.tmp`` beside it, renamed over).
+    """Replace ``path`` by ``data`` atomically (a new hidden temporary beside it, renamed over).
 
     Args:
         path: the file to write; its directory must exist.
@@ -258,14 +285,57 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
             content survives a crash once this returns.
 
     Raises:
-        OSError: the write, fsync or rename failed (the caller names what it was writing).
+        OSError: the write, fsync or rename failed (the caller names what it was writing); the
+            temporary is removed.
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    tmp.replace(path)
+    tmp, fd = _create_hidden(path.parent, path.name)
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if durable:
         fsync_dir(path.parent)
+
+
+def publish_dir(out: Path, files: Iterable[tuple[str, bytes]]) -> int:
+    """Create the directory ``out`` holding ``files`` with one rename; return how many were written.
+
+    The one atomic publish of a directory (a snapshot export, an artifact bundle): every file
+    goes into a private hidden sibling (``.<name>.partial-*``), which is opened to ordinary
+    output (mode 755) and renamed to ``out`` at the end, so a reader sees no directory or the
+    whole one, and a failure leaves nothing behind.
+
+    Args:
+        out: the directory to create; absent, or an empty directory (replaced).
+        files: each file's relative POSIX path (subdirectories are created) and bytes.
+
+    Raises:
+        ValueError: a path is absolute or climbs out with ``..`` (nothing is left behind).
+        OSError: the sibling cannot be made, a file cannot be written, or the rename failed
+            (``out`` exists and is not empty); nothing is left behind.
+    """
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+    count = 0
+    try:
+        for rel, data in files:
+            parts = PurePosixPath(rel).parts
+            if not parts or parts[0] == "/" or ".." in parts:
+                raise ValueError(f"{rel!r} is not a path inside the directory")
+            target = staging.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            count += 1
+        staging.chmod(0o755)  # mkdtemp makes it private; what is published is ordinary output
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return count

@@ -9,13 +9,13 @@ not as an early usage error, so one run shows everything that blocks the study.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 import msgspec
 
+from harness.errors import PreflightFailedError
 from harness.lock import study_generation_config
 from harness.preflight_report import encode_report
 from harness.providers import GenerationConfig, ProviderName, ProviderSelection
@@ -26,8 +26,6 @@ from harness.terminal import echo, json_out
 from preflight._checks import ProviderChoice, choose_provider, run_preflight
 
 __all__ = ["preflight_cmd"]
-
-EXIT_BLOCKED = 3
 
 
 def _probe(choice: ProviderChoice, generation: GenerationConfig) -> Callable[[], tuple[bool, str]]:
@@ -122,6 +120,5 @@ def preflight_cmd(
             echo(line)
     if not report.ok:
         failed = report.failures()
-        echo(f"preflight failed: {len(failed)} check(s); the run is blocked", err=True)
-        sys.exit(EXIT_BLOCKED)
+        raise PreflightFailedError(f"preflight failed: {len(failed)} check(s); the run is blocked")
     echo("preflight passed")

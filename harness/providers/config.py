@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from harness.canonical import Domain, check_strict_json, digest
+from harness.canonical import Domain, decode_strict, digest
 from harness.errors import GenerationConfigError
 
 __all__ = [
@@ -282,16 +282,9 @@ def decode_generation_config(data: bytes, *, origin: str) -> GenerationConfig:
     Raises:
         GenerationConfigError: when the document is not a complete, valid config.
     """
-    try:
-        check_strict_json(data)
-    except ValueError as e:
-        raise GenerationConfigError(f"generation config {origin} is not strict JSON: {e}") from e
-    try:
-        return msgspec.json.decode(data, type=GenerationConfig)
-    except msgspec.ValidationError as e:
-        raise GenerationConfigError(f"generation config {origin}: {e}") from e
-    except msgspec.DecodeError as e:
-        raise GenerationConfigError(f"generation config {origin} is not JSON: {e}") from e
+    return decode_strict(
+        data, GenerationConfig, GenerationConfigError, f"generation config {origin}"
+    )
 
 
 def check_seed(seed: int) -> None:

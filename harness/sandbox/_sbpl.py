@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from harness.errors import SbplSyntaxError
+
 __all__ = [
     "ALLOWED_OPERATIONS",
     "PROFILE_PARAMS",
@@ -51,10 +53,6 @@ class Atom(str):
 
 
 Expr = str | Atom | list["Expr"]
-
-
-class SbplSyntaxError(ValueError):
-    """The profile text is not well-formed S-expressions."""
 
 
 def _tokens(text: str) -> list[str | Atom]:

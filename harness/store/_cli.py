@@ -14,7 +14,7 @@ import click
 import msgspec
 
 from harness.canonical import canonical_bytes, is_digest
-from harness.errors import InputError
+from harness.errors import InputError, StoreInProgressError, TamperError
 from harness.store._anchor import require_manifest, sign_manifest, verify_signature
 from harness.store._model import VerifyReport, VerifyStatus
 from harness.store._seal import finalize_store
@@ -23,11 +23,12 @@ from harness.terminal import echo, json_out
 
 __all__ = ["store_group"]
 
+# The verdicts of ``store verify``; tamper and in progress are the errors' own codes.
 EXIT_OK: Final = 0
 EXIT_TORN: Final = 1
-EXIT_TAMPER: Final = 3
+EXIT_TAMPER: Final = TamperError.exit_code
 EXIT_NOT_FINALIZED: Final = 4
-EXIT_IN_PROGRESS: Final = 5
+EXIT_IN_PROGRESS: Final = StoreInProgressError.exit_code
 _EXIT: Final = {
     VerifyStatus.OK: EXIT_OK,
     VerifyStatus.TORN: EXIT_TORN,

@@ -28,11 +28,11 @@ import msgspec
 
 from harness.errors import HarnessError, StudyLockError
 from harness.lock import FileRole, decode_lock, file_digest
-from harness.resources import data_path
+from harness.resources import data_path, default_stores_dir
 from harness.run_identity import read_identity
 from harness.store import StoreView, read_store
 
-__all__ = ["RUN_STATES", "RunEntry", "RunState", "frozen_rows", "list_runs"]
+__all__ = ["RUN_STATES", "RunEntry", "RunState", "default_store_dir", "frozen_rows", "list_runs"]
 
 RunState = Literal["in progress", "interrupted", "finalized", "pilot", "damaged"]
 RUN_STATES: Final[tuple[RunState, ...]] = (
@@ -58,6 +58,16 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     state: RunState
     last_write: str | None
     reason: str
+
+
+def default_store_dir(stem: str, now: dt.datetime | None = None) -> Path:
+    """A new store directory under the project's ``stores/``: ``<stem>-<UTC time>``.
+
+    ``stem`` names the study (``v2``, ``static-heldout``). The time names the directory only;
+    it is never part of anything hashed.
+    """
+    moment = now if now is not None else dt.datetime.now(tz=dt.UTC)
+    return default_stores_dir() / f"{stem}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def _last_write(root: Path, names: tuple[str, ...]) -> str | None:

@@ -5,22 +5,20 @@ One folder per snapshot, named by its id (``w03-top_k.F2``), holding ``descripto
 completion proposal), ``message.json`` (``{"text": ...}``, the agent's terminal message) and
 ``gold.json`` (``{"decision", "fault", "split"}``).
 
-Everything is written into a temporary sibling directory first and renamed into place at the
-end, so a failed export leaves no partial output.
+The folders appear with one rename (``harness.safeio.publish_dir``), so a failed export leaves
+no partial output.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from harness.errors import InputError
+from harness.safeio import publish_dir
 from harness.worlds.snapshots import Snapshot
 
 __all__ = ["export_snapshots", "snapshot_files"]
@@ -61,23 +59,17 @@ def export_snapshots(snapshots: Iterable[Snapshot], out: Path) -> int:
     """
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"output directory {str(out)!r} exists and is not empty")
-    parent = out.resolve().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    except OSError as e:
-        raise InputError(f"cannot write under {str(parent)!r}: {e.strerror}") from e
-    try:
-        count = 0
+    count = 0
+
+    def files() -> Iterator[tuple[str, bytes]]:
+        nonlocal count
         for snapshot in snapshots:
-            folder = staging / snapshot.snapshot_id
-            folder.mkdir()
             for name, data in snapshot_files(snapshot).items():
-                (folder / name).write_bytes(data)
+                yield f"{snapshot.snapshot_id}/{name}", data
             count += 1
-        staging.chmod(0o755)  # mkdtemp makes it private; the export is ordinary output
-        os.replace(staging, out)
+
+    try:
+        publish_dir(out, files())
     except OSError as e:
-        shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cannot export snapshots to {str(out)!r}: {e.strerror}") from e
     return count

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.resources import default_stores_dir
+from harness.studies.runs import default_store_dir
 from harness.studies.static.report import REPORT_DIR, REPORT_FILES
-from harness.studies.static.run import default_store_dir
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +98,7 @@ def test_static_run_refuses_a_file_as_out(tmp_path: Path) -> None:
 def test_static_run_default_out_is_a_new_store_under_stores() -> None:
     # Named like V2's stores (the study, then the UTC time); not run here: it would write
     # into the checkout's stores/.
-    made = default_store_dir("dev", datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    made = default_store_dir("static-dev", datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     assert made == default_stores_dir() / "static-dev-20260102T030405Z"
 
 

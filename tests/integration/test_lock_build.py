@@ -174,7 +174,8 @@ def test_lock_generation_config_comes_from_the_study_config(copy: Path) -> None:
     assert study_generation_config(copy).gemini.temperature == 0.9
     del document["generation_config"]
     path.write_bytes(msgspec.json.encode(document))
-    with pytest.raises(StudyLockError, match=r"names no generation_config$"):
+    missing = r"is malformed: Object missing required field `generation_config`$"
+    with pytest.raises(StudyLockError, match=missing):
         build_lock(copy)
 
 

@@ -10,6 +10,7 @@ store in one line.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from click.testing import CliRunner
 from harness.canonical import canonical_bytes
 from harness.cli import main
 from harness.store import RunStore, read_store
+from harness.studies.report_manifest import REPORT_MANIFEST
 from harness.studies.runs import list_runs
 from harness.studies.static.report import REPORT_DIR, REPORT_FILES
 
@@ -70,7 +72,7 @@ def test_verify_audit_and_replay_pass_on_a_static_store(reference: Path) -> None
     assert "decisions: 1512 policy decisions recomputed; 108 recorded provider attempts" in (
         replayed.stdout
     )
-    assert "tables: 14/14 regenerated files equal the stored ones" in replayed.stdout
+    assert "tables: 15/15 regenerated files equal the stored ones" in replayed.stdout
     assert replayed.stdout.endswith("replay passed\n")
 
 
@@ -196,7 +198,14 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
         assert "PARTIAL: the store is not finalized" in (store / REPORT_DIR / name).read_text()
     # Every file carries the partial state (CSV column, TeX caption, figure) and no H1 verdict.
     done = len(read_store(store).cells)
+    manifest = json.loads((store / REPORT_DIR / REPORT_MANIFEST).read_bytes())
+    assert (manifest["schema"], manifest["partial"]) == ("harness.static-report-manifest.v1", True)
+    written = sorted(p.name for p in (store / REPORT_DIR).iterdir() if p.name != REPORT_MANIFEST)
+    assert (manifest["store"]["cells"], sorted(manifest["files"])) == (done, written)
+    shutil.copytree(store / REPORT_DIR, tmp_path / "partial-report")
     for path in sorted((store / REPORT_DIR).iterdir()):
+        if path.name == REPORT_MANIFEST:
+            continue
         data = path.read_bytes()
         assert f"PARTIAL: {done} of 108 snapshots, not finalized".encode() in data, path.name
         assert b"H1 passed" not in data, path.name
@@ -212,6 +221,13 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_results(
     assert _report(store) == _report(reference)
     assert runner.invoke(main, ["audit", str(store)]).exit_code == 0
     assert runner.invoke(main, ["replay", str(store)]).exit_code == 0
+    # The partial report, kept aside, is stale now: replay says so from its manifest.
+    stale = runner.invoke(
+        main, ["replay", str(store), "--report", str(tmp_path / "partial-report")]
+    )
+    assert stale.exit_code == 3, stale.output
+    assert f"tables: report is stale (made at {done} cells)" in stale.stdout
+    assert f"TABLE: report is stale (made at {done} cells; the store holds 108)" in stale.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

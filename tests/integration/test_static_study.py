@@ -8,11 +8,10 @@ too. Other ablation effects are measured and pinned as regressions of the pinned
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from harness.ect.model import Verdict
 from harness.errors import TamperError
 from harness.providers import select_provider
 from harness.store import read_store
+from harness.studies.progress import Progress
 from harness.studies.static.analysis import StaticResults, StaticRun, analyse, load_run
 from harness.studies.static.records import DecisionRecord, StaticIdentity
 from harness.studies.static.report import (
@@ -50,22 +50,12 @@ PAPER_DETERMINISTIC_ROWS = {
 }
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.length = 0
-        self.steps = 0
-
-    def update(self, n_steps: int) -> None:
-        self.steps += n_steps
+PROGRESS = io.StringIO()
 
 
-PROGRESS = _Counter()
-
-
-@contextmanager
-def _progress(length: int) -> Iterator[_Counter]:
-    PROGRESS.length = length
-    yield PROGRESS
+def _progress(total: int, done: int, priced: bool) -> Progress:
+    # The one progress line both studies draw, off a terminal: a line every 100 snapshots.
+    return Progress(PROGRESS, total=total, done=done, live=False, every=100, unit="snapshots")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +84,13 @@ def test_run_writes_one_record_per_policy_and_snapshot(run_dir: Path) -> None:
     records = _records(run_dir)
     assert view.report.finalized
     assert view.report.cells == view.report.schedule_rows
-    assert len(view.cells) == 324 == PROGRESS.length == PROGRESS.steps
+    assert len(view.cells) == 324
+    lines = PROGRESS.getvalue().splitlines()
+    assert [line.split(" | ")[0] for line in lines] == [
+        f"[{'#' * (24 * n // 324)}{'.' * (24 - 24 * n // 324)}] {n}/324 snapshots"
+        for n in (100, 200, 300, 324)
+    ]
+    assert lines[-1].split(" | ")[2] == "provider calls 324"  # one simulated call each
     assert len(records) == 324 * 14
     assert [c.row["snapshot_id"] for c in view.cells] == [
         c.result["snapshot_id"] for c in view.cells

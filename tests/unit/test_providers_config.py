@@ -71,7 +71,8 @@ def test_config_digest_changes_with_any_setting() -> None:
 def test_config_invalid_document_is_refused(mutate: Any, message: str) -> None:
     doc = _doc()
     mutate(doc)
-    with pytest.raises(GenerationConfigError, match=r"^generation config cfg\.json: .*" + message):
+    refused = r"^generation config cfg\.json is malformed: .*" + message
+    with pytest.raises(GenerationConfigError, match=refused):
         decode_generation_config(msgspec.json.encode(doc), origin="cfg.json")
 
 

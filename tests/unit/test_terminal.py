@@ -141,7 +141,7 @@ _ALLOWED = {
     "harness/tools/worker.py",
     "harness/sandbox/_zygote.py",
     "harness/sandbox/_probe_child.py",
-    "harness/studies/v2/progress.py",
+    "harness/studies/progress.py",
 }
 
 

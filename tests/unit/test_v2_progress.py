@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from harness.studies.v2.progress import Progress
+from harness.studies.progress import Progress
 
 
 def test_progress_live_line_fits_the_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:

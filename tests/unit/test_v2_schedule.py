@@ -128,7 +128,8 @@ def test_v2_config_with_an_unknown_field_or_missing_value_is_refused(
 ) -> None:
     doc = msgspec.json.decode(config_bytes)
     doc["extra"] = 1
-    with pytest.raises(V2ConfigError, match=r"^V2 study config x: Object contains unknown"):
+    unknown = r"^V2 study config x is malformed: Object contains unknown"
+    with pytest.raises(V2ConfigError, match=unknown):
         decode_config(msgspec.json.encode(doc), origin="x")
     doc = msgspec.json.decode(config_bytes)
     del doc["budget"]

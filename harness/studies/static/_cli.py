@@ -8,8 +8,6 @@ module only adds the study's commands to it (``add_static_commands``), so all li
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -23,15 +21,15 @@ from harness.providers.selection import (
     resume_provider_options,
 )
 from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
+from harness.studies.progress import Progress
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
+from harness.studies.runs import default_store_dir
 from harness.studies.static.records import StudySplit
 from harness.studies.static.run import (
     STUDY_SPLITS,
-    Progress,
     ProgressFactory,
     RunControls,
     StaticOutcome,
-    default_store_dir,
     resume_static,
     run_static,
 )
@@ -42,17 +40,13 @@ __all__ = ["add_static_commands", "report_cmd", "resume_cmd", "run_cmd"]
 _LOCK_HELP = "Study lock the store is bound to (default: schedules/study-lock.json)."
 
 
-@contextmanager
-def _bar(length: int) -> Iterator[Progress]:
-    with click.progressbar(
-        length=length, label="static study", file=sys.stderr, show_pos=True
-    ) as bar:
-        yield bar
+def _line(total: int, done: int, priced: bool) -> Progress:
+    return Progress(sys.stderr, total=total, done=done, live=True, priced=priced, unit="snapshots")
 
 
 def _progress() -> ProgressFactory | None:
-    # Off a terminal a bar is one bare label line: the closing summary says it all there.
-    return _bar if verbosity() >= 0 and sys.stderr.isatty() else None
+    # Drawn on a terminal only: off one, the closing summary says it all.
+    return _line if verbosity() >= 0 and sys.stderr.isatty() else None
 
 
 def _controls(max_rpm: int | None, max_tpm: int | None, assume_yes: bool) -> RunControls:
@@ -127,7 +121,7 @@ def run_cmd(
     path. Ctrl-C stops it (exit 130), a provider outage too (exit 75): `harness static resume
     STORE` continues. Tables come from `harness static report STORE`.
     """
-    target = out if out is not None else default_store_dir(split)
+    target = out if out is not None else default_store_dir(f"static-{split}")
     outcome = run_static(
         target,
         split=split,

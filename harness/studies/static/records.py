@@ -39,6 +39,7 @@ __all__ = [
     "PARTIAL_MARK",
     "REPORT_DIR",
     "REPORT_FILES",
+    "REPORT_MANIFEST_SCHEMA",
     "STATIC_STUDY",
     "DecisionRecord",
     "SnapshotRow",
@@ -74,6 +75,10 @@ REPORT_FILES: Final = (
     "ucr.pdf",
 )
 """Every file a report writes (the figures only with the [plots] extra)."""
+
+REPORT_MANIFEST_SCHEMA: Final = "harness.static-report-manifest.v1"
+"""The schema of the static report's ``report-manifest.json`` (``studies.report_manifest``),
+written beside ``REPORT_FILES``: their digests and the partial-report mark."""
 
 FIGURE_FILES: Final = ("ucr.png", "ucr.svg", "ucr.pdf")
 """Written only with the [plots] extra installed."""

@@ -31,7 +31,6 @@ from harness.audit import audit_store
 from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.canonical import canonical_bytes
-from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, StoreError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.config import default_generation_config
@@ -44,6 +43,8 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    replay_report,
+    store_line,
 )
 from harness.studies.static.analysis import analyse, load_run
 from harness.studies.static.records import StaticCellResult, decode_identity
@@ -127,29 +128,20 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         gold = {t.task_id: t.gold for t in bench.tasks if t.split == identity.split}
         name = identity.provider.provider
         trio.run(_replay_cells, base, view.cells, snapshots, gold, name, tally)
-        compared, table_mismatches, no_report = compare_report(
-            render_files(analyse(run)),
+        tables = compare_report(
+            lambda: render_files(analyse(run)),
             report_dir if report_dir is not None else base / REPORT_DIR,
+            cells=len(view.cells),
             default=report_dir is None,
             command=f"harness static report {base}",
         )
-    return ReplayReport(
-        store_status=view.report.status.value,
-        cells=len(view.cells),
-        cells_replayed=tally.replayed,
-        cells_identical=tally.identical,
-        decisions_replayed=0,
-        policy_decisions_replayed=tally.policy_decisions,
-        attempts_served=tally.served,
-        not_replayable=(),
-        mismatches=tuple(tally.mismatches),
-        audit_problems=audit.problems,
-        tables_compared=tuple(compared),
-        table_mismatches=tuple(table_mismatches),
+    return replay_report(
+        view,
+        tally,
+        audit.problems,
+        tables,
         simulated=run.info.simulated,
         provider=f"provider: {run.run.who()}",
-        environment=describe_store(view),
-        no_report=no_report,
     )
 
 
@@ -158,8 +150,7 @@ def render_static_replay(report: ReplayReport) -> str:
     out = [
         report.provider,
         *([report.environment] if report.environment else []),
-        f"study: static; store: {report.store_status}; offline, no credential"
-        + ("; simulated provider (not a language model)" if report.simulated else ""),
+        store_line(report, study="static"),
         f"snapshots: {report.cells_identical}/{report.cells} replayed identically "
         f"({report.cells_replayed} replayed)",
         f"decisions: {report.policy_decisions_replayed} policy decisions recomputed; "

@@ -3,7 +3,9 @@
 ``analysis.load_run`` reads a static run store through verification and refuses a tampered
 store, a store of another study and records that are not one decision per policy and snapshot
 (an unfinalized store loads as partial: the console, table2.md, table2.json, endpoints.md
-and report.html say so; CSV, LaTeX and figures have no place for it).
+and report.html say so; CSV, LaTeX and figures have no place for it; ``report-manifest.json``,
+the report manifest both studies write, marks it for machines: replay then says the report is
+stale once the store has grown, and resume removes it).
 ``analysis.analyse`` recomputes everything from the records:
 
 - per policy: U (unsafe ``complete`` on fault snapshots), C (clean snapshots not completed),
@@ -46,6 +48,7 @@ from harness.run_identity import IDENTITY_COLUMNS, RunIdentity
 from harness.safeio import write_atomic
 from harness.studies._tables import csv_text, latex_lines, markdown_lines
 from harness.studies.provenance import with_environment_header
+from harness.studies.report_manifest import with_manifest
 from harness.studies.static.analysis import (
     ABLATION_LABELS,
     CLAIM_FAULTS,
@@ -62,6 +65,7 @@ from harness.studies.static.records import (
     FIGURE_FILES,
     REPORT_DIR,
     REPORT_FILES,
+    REPORT_MANIFEST_SCHEMA,
 )
 from harness.studies.static.run import (
     ABLATION_POLICIES,
@@ -555,7 +559,8 @@ def render_html(results: StaticResults, png: bytes | None) -> bytes:
 
 
 def render_files(results: StaticResults) -> dict[str, bytes]:
-    """Every report file's bytes: the tables, the figure (with the [plots] extra) and the page."""
+    """Every report file's bytes: the tables, the figure (with the [plots] extra), the page and,
+    last, the report manifest (``studies.report_manifest``: digests and the partial mark)."""
     texts: dict[str, bytes] = {}
     for stem, rendered in (
         ("table2", render_table2(results)),
@@ -570,7 +575,10 @@ def render_files(results: StaticResults) -> dict[str, bytes]:
         texts.update(render_figure(results))
     texts = with_environment_header(texts, results.environment)
     texts["report.html"] = render_html(results, texts.get("ucr.png"))
-    return texts
+    run = run_of(results)
+    return with_manifest(
+        texts, schema=REPORT_MANIFEST_SCHEMA, partial=run.partial, pilot=False, store=run
+    )
 
 
 def write_report(store_dir: Path, out: Path | None = None) -> StaticResults:

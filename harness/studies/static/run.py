@@ -31,17 +31,14 @@ This module runs the study and writes records; it computes no endpoint (``report
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TextIO
+from typing import Any, Final, Literal, TextIO
 
 import msgspec
 import trio
@@ -55,10 +52,9 @@ from harness.errors import (
     StaticStudyError,
     StoreExistsError,
     TamperError,
-    UnsafeFileError,
 )
 from harness.faults import STATIC_FAULTS
-from harness.lock import DEFAULT_LOCK_PATH
+from harness.lock import DEFAULT_LOCK_PATH, read_lock_bytes
 from harness.log import get_logger
 from harness.policies import (
     Ablation,
@@ -92,8 +88,7 @@ from harness.providers.selection import (
     run_price,
     selection_for_resume,
 )
-from harness.resources import data_path, default_stores_dir
-from harness.safeio import MAX_READ, read_input, read_regular
+from harness.resources import data_path
 from harness.stopping import request_stop
 from harness.store import RunStore, finalize_store, read_store, verify_store
 from harness.studies._cost import CallPlan, announce, estimate
@@ -105,9 +100,10 @@ from harness.studies._store_audit import (
     refuse_key,
 )
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.progress import Progress, priced
 from harness.studies.provenance import session_environment
+from harness.studies.report_manifest import remove_partial_report
 from harness.studies.static.records import (
-    PARTIAL_MARK,
     REPORT_DIR,
     REPORT_FILES,
     DecisionRecord,
@@ -128,12 +124,10 @@ __all__ = [
     "STUDY_SPLITS",
     "DecisionRecord",
     "STATIC_PROFILE",
-    "Progress",
     "RunControls",
     "StaticOutcome",
     "decide_all",
     "decide_snapshot",
-    "default_store_dir",
     "resume_command",
     "resume_static",
     "run_static",
@@ -292,12 +286,6 @@ async def decide_all(
     return count
 
 
-def default_store_dir(split: StudySplit, now: datetime | None = None) -> Path:
-    """A new store directory under the project's ``stores/``: ``static-<split>-<UTC time>``."""
-    moment = now if now is not None else datetime.now(tz=UTC)
-    return default_stores_dir() / f"static-{split}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
-
-
 def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
     """The exact command that continues ``store_dir`` (``harness static resume ...``)."""
     return shared_resume_command("static", store_dir, selection, lock_path)
@@ -310,17 +298,10 @@ def _close(provider: Provider) -> None:
         close()
 
 
-class Progress(Protocol):
-    """What the runner reports progress to (``click.progressbar`` satisfies it)."""
-
-    def update(self, n_steps: int) -> None:
-        """Advance by ``n_steps`` snapshots."""
-        ...
-
-
-ProgressFactory = Callable[[int], AbstractContextManager[Progress]]
-"""Given the number of snapshots, returns a context manager whose value is advanced once per
-committed snapshot (e.g. ``click.progressbar(length=...)``)."""
+ProgressFactory = Callable[[int, int, bool], Progress]
+"""Given the number of snapshots, those already committed and whether the run's cost is known,
+returns the progress line (``harness.studies.progress.Progress``, the one both studies draw)
+the run reports to."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +401,7 @@ async def _commit_snapshots(
     policies: Sequence[AnyPolicy],
     sink: _StoreAudit,
     session: _Session,
-    advance: Callable[[], None],
+    line: Progress | None,
     handle_signals: bool,
 ) -> None:
     """Decide and commit every snapshot from the store's next row on, in order."""
@@ -439,6 +420,8 @@ async def _commit_snapshots(
             await nursery.start(watch, nursery.cancel_scope)
         for index in range(writer.next_row_index, len(snapshots)):
             snapshot = snapshots[index]
+            if line is not None:
+                line.start(snapshot.snapshot_id)
             sink.ended.clear()
             try:
                 decisions = await decide_snapshot(snapshot, policies)
@@ -464,18 +447,24 @@ async def _commit_snapshots(
             session.committed += 1
             session.decisions += len(decisions)
             session.attempts += len(attempts)
-            advance()
+            if line is not None:
+                _show(line, attempts)
             await trio.lowlevel.checkpoint()  # lets a pending signal stop the run here
         nursery.cancel_scope.cancel()
 
 
-def _read_lock(path: Path) -> bytes:
-    try:
-        return read_input(path, MAX_READ, "study lock")
-    except OSError as e:
-        raise StaticStudyError(
-            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
-        ) from e
+def _show(line: Progress, attempts: Sequence[AttemptRecord]) -> None:
+    """One committed snapshot on the progress line: its attempts, their tokens and cost."""
+    line.finish(
+        provider_calls=len(attempts),
+        tokens=sum(
+            (a.usage.prompt_tokens or 0)
+            + (a.usage.output_tokens or 0)
+            + (a.usage.thought_tokens or 0)
+            for a in attempts
+        ),
+        cost_usd=sum(a.cost_usd or 0.0 for a in attempts),
+    )
 
 
 def _model(selection: ProviderSelection, config: GenerationConfig) -> str:
@@ -501,35 +490,38 @@ def _drive(
     """Run the remaining snapshots into ``writer``; finalize when all are committed."""
     store_dir = writer.root
     refuse_key(writer, provider)
-    sink = _StoreAudit(writer, Breaker(breaker_limit))
-    policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
     session = _Session()
-    begun = writer.next_row_index
+    line = (
+        progress(len(snapshots), writer.next_row_index, priced(selection, config))
+        if progress is not None
+        else None
+    )
+    sink = _StoreAudit(writer, Breaker(breaker_limit, line))
+    policies = study_policies(provider, Audit(journal=sink, blobs=sink), config, gold)
     try:
-        with progress(len(snapshots)) if progress is not None else nullcontext() as bar:
-            if bar is not None and begun:
-                bar.update(begun)
-            advance = (lambda: bar.update(1)) if bar is not None else (lambda: None)
-            try:
-                trio.run(
-                    _commit_snapshots,
-                    writer,
-                    snapshots,
-                    policies,
-                    sink,
-                    session,
-                    advance,
-                    handle_signals,
-                )
-            except BaseExceptionGroup as group:
-                # The nursery wraps what a snapshot raised (a fast-path breach, a failed
-                # fsync); callers see that one error itself.
-                leaf: BaseException = group
-                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-                    leaf = leaf.exceptions[0]
-                if leaf is group:
-                    raise
-                raise leaf from None
+        try:
+            trio.run(
+                _commit_snapshots,
+                writer,
+                snapshots,
+                policies,
+                sink,
+                session,
+                line,
+                handle_signals,
+            )
+        except BaseExceptionGroup as group:
+            # The nursery wraps what a snapshot raised (a fast-path breach, a failed
+            # fsync); callers see that one error itself.
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                leaf = leaf.exceptions[0]
+            if leaf is group:
+                raise
+            raise leaf from None
+        finally:
+            if line is not None:
+                line.close()
         done = writer.next_row_index
     finally:
         writer.close()
@@ -560,18 +552,9 @@ def _drive(
 
 def _supersede_partial_report(store_dir: Path) -> None:
     """Remove a report written on this store while it was partial: resume makes it stale."""
-    directory = store_dir / REPORT_DIR
-    try:
-        head = read_regular(directory / "table2.md", MAX_READ, what="table2.md")
-    except (OSError, UnsafeFileError):
-        return
-    if PARTIAL_MARK.encode() not in head:
-        return
-    for name in REPORT_FILES:
-        (directory / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        directory.rmdir()
-    _log.warning("static.partial_report_removed", store=str(store_dir))
+    made = remove_partial_report(store_dir / REPORT_DIR, REPORT_FILES)
+    if made is not None:
+        _log.warning("static.partial_report_removed", store=str(store_dir), cells=made)
 
 
 def _refuse_existing(out: Path) -> None:
@@ -628,7 +611,7 @@ def run_static(
         # The static study has no planner: its snapshots are fixed, only critics are asked.
         raise ProviderSelectionError("--planner applies only to harness v2 run")
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
-    lock_bytes = _read_lock(lock)
+    lock_bytes = read_lock_bytes(lock)
     environment = session_environment(
         lock_bytes, str(lock), resume_of=None, require=require_environment
     )
@@ -739,7 +722,7 @@ def resume_static(
         )
     snapshots = study_snapshots(bench, identity.split)
     lock = lock_path or data_path(DEFAULT_LOCK_PATH)
-    lock_bytes = _read_lock(lock)
+    lock_bytes = read_lock_bytes(lock)
     environment = session_environment(
         lock_bytes, str(lock), resume_of=store_dir, require=require_environment
     )

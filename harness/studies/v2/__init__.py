@@ -11,7 +11,8 @@ Modules, in the order a run uses them:
 - ``loop``: one cell - planner decisions, sandboxed tool calls, verdicts, judging.
 - ``judge``: the gold judge (oracle answer and required evidence; not the verifier).
 - ``outcomes``: ``CellResult``, the per-cell result the analysis reads from the store.
-- ``runner``: the trio scheduler committing cells to the store; ``progress``: the progress line.
+- ``runner``: the trio scheduler committing cells to the store (its progress line is
+  ``harness.studies.progress``, shared with the static study).
 - ``study``: run/resume end to end (preflight, store, scheduler, manifest) and status.
 
 After a run: ``analysis`` (the prespecified outcomes and hypothesis tests), ``report`` (load,

@@ -16,6 +16,7 @@ import click
 import msgspec
 
 from harness.environment import session_environments
+from harness.errors import StoreInProgressError
 from harness.log import verbosity
 from harness.providers.selection import (
     ProviderFlags,
@@ -24,12 +25,11 @@ from harness.providers.selection import (
     resume_provider_options,
 )
 from harness.store import VerifyStatus
-from harness.store._cli import EXIT_IN_PROGRESS
 from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
+from harness.studies.runs import default_store_dir
 from harness.studies.v2.study import (
     Outcome,
-    default_store_dir,
     execute,
     read_results,
     status_lines,
@@ -141,7 +141,7 @@ def run_cmd(
     after consecutive infrastructure failures (exit 75). `harness v2 resume DIR` continues.
     --limit/--cells write a pilot store, labelled everywhere, never the study.
     """
-    store = store_dir if store_dir is not None else default_store_dir()
+    store = store_dir if store_dir is not None else default_store_dir("v2")
     outcome = execute(
         store,
         resume=False,
@@ -227,4 +227,4 @@ def status_cmd(store_dir: Path, as_json: bool) -> None:
             echo(line)
     if view.report.status is VerifyStatus.IN_PROGRESS:
         sys.stdout.flush()
-        sys.exit(EXIT_IN_PROGRESS)
+        sys.exit(StoreInProgressError.exit_code)  # status lines are no error: no error line

@@ -18,7 +18,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from harness.canonical import check_strict_json
+from harness.canonical import decode_strict
 from harness.errors import V2ConfigError
 from harness.providers.config import GenerationConfig, config_digest
 from harness.studies.v2.outcomes import CHECKPOINTS, POLICIES, CheckpointKind, PolicyArm
@@ -174,16 +174,7 @@ def decode_config(data: bytes, *, origin: str) -> V2Config:
     Raises:
         V2ConfigError: the bytes are not a complete, consistent config.
     """
-    try:
-        check_strict_json(data)
-    except ValueError as e:
-        raise V2ConfigError(f"V2 study config {origin} is not strict JSON: {e}") from e
-    try:
-        return msgspec.json.decode(data, type=V2Config)
-    except msgspec.ValidationError as e:
-        raise V2ConfigError(f"V2 study config {origin}: {e}") from e
-    except msgspec.DecodeError as e:
-        raise V2ConfigError(f"V2 study config {origin} is not JSON: {e}") from e
+    return decode_strict(data, V2Config, V2ConfigError, f"V2 study config {origin}")
 
 
 def load_config(path: Path) -> tuple[V2Config, bytes]:

@@ -18,7 +18,7 @@ strings, local absolute paths, the local user and host names, and - for a run th
 key, which must then be given to the export - that key itself in any spelling, whatever its
 shape (``harness.privacy``); any
 finding refuses the whole export with one line per finding (never quoting the match) and
-leaves nothing behind. The bundle appears at ``OUT`` with one rename.
+leaves nothing behind. The bundle appears at ``OUT`` with one rename (``safeio.publish_dir``).
 
 This module reads a store and writes only the new bundle directory.
 """
@@ -28,9 +28,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import shutil
 import socket
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Literal
@@ -50,7 +48,7 @@ from harness.errors import (
 from harness.lock import FileRole, decode_lock, file_digest
 from harness.privacy import Finding, KeyFinder, credential_findings, key_findings, local_findings
 from harness.providers.kinds import ProviderName
-from harness.safeio import MAX_READ, read_regular
+from harness.safeio import MAX_READ, publish_dir, read_regular
 from harness.store import StoreView, lock_digest, read_store
 from harness.studies.v2.report import FIGURE_FILES, REPORT_FILES, REPORT_MANIFEST, decode_manifest
 
@@ -261,16 +259,6 @@ def export_bundle(
 
 def _write(out: Path, files: dict[str, bytes]) -> None:
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+        publish_dir(out, files.items())
     except OSError as e:
-        raise ExportError(f"cannot create {out}: {e.strerror}") from e
-    try:
-        for path, data in files.items():
-            target = partial / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        partial.rename(out)
-    except OSError as e:
-        shutil.rmtree(partial, ignore_errors=True)
         raise ExportError(f"cannot write the bundle {out}: {e.strerror}") from e

@@ -38,8 +38,7 @@ import trio
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
-from harness.environment import describe_store
-from harness.errors import ReplayMismatchError, StoreError, StudyReportError
+from harness.errors import NotReplayableError, ReplayMismatchError, StoreError, StudyReportError
 from harness.providers.audit import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.sandbox import Outcome, ToolCallResult
@@ -51,15 +50,15 @@ from harness.studies._replay import (
     compare_report,
     offline,
     render_checks,
+    replay_report,
+    store_line,
 )
 from harness.studies.v2.loop import run_cell
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.report import (
     REPORT_DIR,
-    REPORT_MANIFEST,
     bound_config,
     build_report,
-    decode_manifest,
     load_results,
 )
 from harness.studies.v2.runner import StudyInputs, prepare
@@ -68,10 +67,6 @@ from harness.studies.v2.study import provider_line
 from harness.tools.catalog import call_tool
 
 __all__ = ["render_replay", "replay_store"]
-
-
-class _NotReplayableError(StudyReportError):
-    """The recorded cell holds something replay cannot rebuild (a sandbox failure)."""
 
 
 class RecordedTools:
@@ -87,7 +82,7 @@ class RecordedTools:
         await trio.lowlevel.checkpoint()
         step = self._executed.popleft() if self._executed else None
         if step is not None and step.sandbox_outcome is not None:
-            raise _NotReplayableError(
+            raise NotReplayableError(
                 f"decision {step.decision}: the sandboxed call ended {step.sandbox_outcome}, "
                 "whose message the result does not record"
             )
@@ -131,7 +126,7 @@ async def _replay_cells(
         audit, _, _ = memory_audit()
         try:
             run = await run_cell(inputs.cell(row), provider, RecordedTools(stored.steps), audit)
-        except _NotReplayableError as e:
+        except NotReplayableError as e:
             tally.not_replayable.append(f"{where}: {e}")
             continue
         except (ReplayMismatchError, StoreError) as e:
@@ -145,27 +140,6 @@ async def _replay_cells(
         if canonical_bytes(run.result) != canonical_bytes(stored):
             problems.append(f"result differs: {_first_difference(run.result, stored)}")
         tally.settle(where, problems, run.attempts, attempts, provider)
-
-
-def _stale_at(report_dir: Path, cells: int) -> int | None:
-    """The cells a stored report was made at when that is not the store's count now."""
-    try:
-        data = (report_dir / REPORT_MANIFEST).read_bytes()
-        made = decode_manifest(data, origin=str(report_dir / REPORT_MANIFEST)).store.cells
-    except (OSError, StudyReportError):
-        return None
-    return made if made != cells else None
-
-
-def _compare_tables(
-    root: Path, config_path: Path, report_dir: Path, *, default: bool
-) -> tuple[list[str], list[str], str | None]:
-    return compare_report(
-        build_report(root, config_path).files,
-        report_dir,
-        default=default,
-        command=f"harness v2 report {root}",
-    )
 
 
 def replay_store(
@@ -195,37 +169,20 @@ def replay_store(
         inputs = prepare(config, rows)
         tally = Tally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
-        stored_report = report_dir if report_dir is not None else base / REPORT_DIR
-        stale = _stale_at(stored_report, len(view.cells))
-        no_report = None
-        if stale is None:
-            compared, table_mismatches, no_report = _compare_tables(
-                base, config_path, stored_report, default=report_dir is None
-            )
-        else:
-            compared = [REPORT_MANIFEST]
-            table_mismatches = [
-                f"report is stale (made at {stale} cells; the store holds {len(view.cells)}): "
-                "write it again with `harness v2 report`"
-            ]
-    return ReplayReport(
-        store_status=view.report.status.value,
-        cells=len(view.cells),
-        cells_replayed=tally.replayed,
-        cells_identical=tally.identical,
-        decisions_replayed=tally.decisions,
-        policy_decisions_replayed=tally.policy_decisions,
-        attempts_served=tally.served,
-        not_replayable=tuple(tally.not_replayable),
-        mismatches=tuple(tally.mismatches),
-        audit_problems=audit.problems,
-        tables_compared=tuple(compared),
-        table_mismatches=tuple(table_mismatches),
+        tables = compare_report(
+            lambda: build_report(base, config_path).files,
+            report_dir if report_dir is not None else base / REPORT_DIR,
+            cells=len(view.cells),
+            default=report_dir is None,
+            command=f"harness v2 report {base}",
+        )
+    return replay_report(
+        view,
+        tally,
+        audit.problems,
+        tables,
         simulated=all(r.simulated for r in results),
         provider=provider_line(view, results),
-        environment=describe_store(view),
-        stale_report_cells=stale,
-        no_report=no_report,
     )
 
 
@@ -234,8 +191,7 @@ def render_replay(report: ReplayReport) -> str:
     out = [
         *([report.provider] if report.provider else []),
         *([report.environment] if report.environment else []),
-        f"store: {report.store_status}; offline, no credential"
-        + ("; simulated provider (not a language model)" if report.simulated else ""),
+        store_line(report),
         f"cells: {report.cells_identical}/{report.cells} replayed identically "
         f"({report.cells_replayed} replayed, {len(report.not_replayable)} not replayable)",
         f"decisions: {report.decisions_replayed} planner decisions and "

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
-from harness.canonical import Domain, canonical_bytes, digest_bytes
+from harness.canonical import canonical_bytes
 from harness.environment import describe_store
 from harness.errors import StudyLockError, StudyReportError
 from harness.extras import extra_installed
@@ -48,6 +48,8 @@ from harness.safeio import write_atomic
 from harness.store import StoreView
 from harness.store import lock_digest as store_lock_digest
 from harness.studies.provenance import with_environment_header
+from harness.studies.report_manifest import REPORT_MANIFEST, ReportManifest, with_manifest
+from harness.studies.report_manifest import decode_manifest as shared_decode_manifest
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import analyze
 from harness.studies.v2.config import V2Config, decode_config
@@ -74,10 +76,8 @@ __all__ = [
     "FIGURE_FILES",
     "REPORT_FILES",
     "REPORT_MANIFEST",
-    "report_cells",
     "ReportBundle",
     "ReportDocument",
-    "ReportManifest",
     "StoreIdentity",
     "bound_config",
     "build_report",
@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 REPORT_DIR: Final = "report"
-REPORT_MANIFEST: Final = "report-manifest.json"
+V2_MANIFEST_SCHEMA: Final = "harness.v2-report-manifest.v1"
 REPORT_FILES: Final = (
     "report.md",
     "table4.csv",
@@ -102,16 +102,6 @@ REPORT_FILES: Final = (
     *FIGURE_FILES,
 )
 _log = get_logger("harness.studies.v2")
-
-
-class ReportManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``report-manifest.json``: each report file's digest (``study.report-table.v1``)."""
-
-    schema: Literal["harness.v2-report-manifest.v1"] = "harness.v2-report-manifest.v1"
-    partial: bool = False
-    pilot: bool = False
-    store: StoreIdentity
-    files: dict[str, str]
 
 
 def _models(view: StoreView) -> tuple[str, ...]:
@@ -284,14 +274,13 @@ def render_files(
         )
     files["report.html"] = render_html(document, list(cells or ()), figures)
     files.update(figures)
-    manifest = ReportManifest(
+    return with_manifest(
+        files,
+        schema=V2_MANIFEST_SCHEMA,
         partial=document.partial,
         pilot=document.pilot,
         store=document.store,
-        files={name: digest_bytes(Domain.REPORT_TABLE, data) for name, data in files.items()},
     )
-    files[REPORT_MANIFEST] = msgspec.json.format(canonical_bytes(manifest), indent=2) + b"\n"
-    return files
 
 
 def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
@@ -315,23 +304,10 @@ def write_report(bundle: ReportBundle, out: Path) -> list[Path]:
     return written
 
 
-def decode_manifest(data: bytes, *, origin: str) -> ReportManifest:
-    """Decode a ``report-manifest.json``.
+def decode_manifest(data: bytes, *, origin: str) -> ReportManifest[StoreIdentity]:
+    """Decode a V2 ``report-manifest.json``.
 
     Raises:
-        StudyReportError: the bytes are not a report manifest.
+        StudyReportError: the bytes are not a V2 report manifest.
     """
-    try:
-        return msgspec.json.decode(data, type=ReportManifest)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise StudyReportError(f"{origin} is not a V2 report manifest: {e}") from e
-
-
-def report_cells(data: bytes, *, origin: str) -> int | None:
-    """The cells a stored report was made at when it is partial (None: a complete report).
-
-    Raises:
-        StudyReportError: the bytes are not a report manifest.
-    """
-    manifest = decode_manifest(data, origin=origin)
-    return manifest.store.cells if manifest.partial else None
+    return shared_decode_manifest(data, StoreIdentity, V2_MANIFEST_SCHEMA, StudyReportError, origin)

@@ -62,11 +62,11 @@ from harness.providers.protocol import Provider
 from harness.stopping import request_stop
 from harness.store import RunStore, verify_store
 from harness.studies._store_audit import Breaker, StoreAudit, outage
+from harness.studies.progress import Progress
 from harness.studies.v2.checkpoints import Checkpoint, build_checkpoints
 from harness.studies.v2.config import V2Config
 from harness.studies.v2.loop import CellInputs, CellRun, ToolRunner, run_cell
 from harness.studies.v2.outcomes import CellResult
-from harness.studies.v2.progress import Progress
 from harness.studies.v2.schedule import Row
 from harness.worlds import build_tasks, generate_world
 from harness.worlds.tasks import Task

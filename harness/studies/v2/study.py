@@ -31,7 +31,6 @@ the confirmatory analysis (``harness v2 report``).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from harness.errors import (
     ToolChildKilledError,
     V2StudyError,
 )
-from harness.lock import DEFAULT_LOCK_PATH
+from harness.lock import DEFAULT_LOCK_PATH, read_lock_bytes
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
@@ -68,9 +67,8 @@ from harness.providers.selection import (
     select_from_flags,
     selection_for_resume,
 )
-from harness.resources import data_path, default_stores_dir
+from harness.resources import data_path
 from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
-from harness.safeio import MAX_READ, read_input
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import (
     RunStore,
@@ -82,7 +80,9 @@ from harness.store import (
 from harness.studies._cost import announce, estimate
 from harness.studies._store_audit import raise_if_stopped, refuse_key
 from harness.studies._store_audit import resume_command as shared_resume_command
+from harness.studies.progress import Progress, priced
 from harness.studies.provenance import session_environment
+from harness.studies.report_manifest import remove_partial_report
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config
 from harness.studies.v2.loop import SandboxTools
 from harness.studies.v2.outcomes import POLICIES, CellResult, read_v2_store
@@ -93,7 +93,6 @@ from harness.studies.v2.pilot import (
     pilot_label,
     select_rows,
 )
-from harness.studies.v2.progress import Progress
 from harness.studies.v2.runner import (
     RunReport,
     existing_cells,
@@ -112,7 +111,6 @@ from harness.terminal import escape
 __all__ = [
     "Outcome",
     "PreflightCheck",
-    "default_store_dir",
     "execute",
     "read_results",
     "provider_line",
@@ -160,12 +158,6 @@ class Outcome:
     complete: bool = False
 
 
-def default_store_dir(now: datetime | None = None) -> Path:
-    """A new store directory under the project's ``stores/``: ``v2-<UTC time>``."""
-    moment = now if now is not None else datetime.now(tz=UTC)
-    return default_stores_dir() / f"v2-{moment.strftime('%Y%m%dT%H%M%SZ')}"
-
-
 def _inputs(
     config_path: Path | None, schedule_path: Path | None
 ) -> tuple[V2Config, tuple[Row, ...], list[dict[str, Any]], Path]:
@@ -199,15 +191,6 @@ def _preflight(
         _log.info("v2.preflight", check=line)
     report.require()
     return report
-
-
-def _read_lock(path: Path) -> bytes:
-    try:
-        return read_input(path, MAX_READ, "study lock")
-    except OSError as e:
-        raise V2StudyError(
-            f"cannot read the study lock {path}: {e.strerror}; write it with `harness lock`"
-        ) from e
 
 
 def resume_command(store_dir: Path, selection: ProviderSelection, lock_path: Path | None) -> str:
@@ -352,7 +335,7 @@ def execute(  # noqa: C901 - the run's whole path, each failure ending in its on
         bound_identity[PILOT_KEY] = msgspec.to_builtins(label)
     if not resume:
         refuse_existing(store_dir, resume_command(store_dir, selection, lock_path))
-    lock_bytes = _read_lock(lock)
+    lock_bytes = read_lock_bytes(lock)
     environment = session_environment(
         lock_bytes, str(lock), resume_of=store_dir if resume else None, require=require_environment
     )
@@ -418,8 +401,7 @@ def execute(  # noqa: C901 - the run's whole path, each failure ending in its on
                     total=len(rows),
                     done=writer.next_row_index,
                     live=stream.isatty(),
-                    priced=selection.provider is ProviderName.SIMULATED
-                    or run_price(selection, config.generation_config) is not None,
+                    priced=priced(selection, config.generation_config),
                 )
                 if show_progress
                 else None
@@ -529,21 +511,11 @@ def _resolve(store_dir: Path, flags: ProviderFlags, config: V2Config) -> Provide
 def _supersede_partial_report(store_dir: Path) -> None:
     """Remove a report written on this store while it was partial: resume makes it stale."""
     # Imported here: the report pulls in matplotlib, which a run does not otherwise need.
-    from harness.studies.v2.report import REPORT_DIR, REPORT_FILES, REPORT_MANIFEST, report_cells
+    from harness.studies.v2.report import REPORT_DIR, REPORT_FILES
 
-    directory = store_dir / REPORT_DIR
-    manifest = directory / REPORT_MANIFEST
-    try:
-        made = report_cells(manifest.read_bytes(), origin=str(manifest))
-    except (OSError, StudyReportError):
-        return
-    if made is None:
-        return
-    for name in (*REPORT_FILES, REPORT_MANIFEST):
-        (directory / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        directory.rmdir()
-    _log.warning("v2.partial_report_removed", cells=made)
+    made = remove_partial_report(store_dir / REPORT_DIR, REPORT_FILES)
+    if made is not None:
+        _log.warning("v2.partial_report_removed", cells=made)
 
 
 def read_results(store_dir: Path) -> tuple[list[CellResult], Any]:

@@ -1,5 +1,5 @@
-"""The run's progress line on stderr: cells done, current cell, provider calls, failed attempts,
-tokens, cost, ETA.
+"""A study run's progress line on stderr, for both studies: cells (a V2 cell, a static snapshot)
+done, the current one, provider calls, failed attempts, tokens, cost, ETA.
 
 On a terminal the line is redrawn in place, cut to the terminal's width so it never wraps;
 otherwise (a log file, CI) no line is drawn and one summary line is written every ``every``
@@ -17,9 +17,12 @@ import warnings
 from typing import Any, Final, TextIO
 
 from harness.log import before_log_line
+from harness.providers.config import GenerationConfig
+from harness.providers.kinds import ProviderName
+from harness.providers.selection import ProviderSelection, run_price
 from harness.terminal import escape
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "priced"]
 
 _BAR: Final = 24
 
@@ -39,6 +42,11 @@ def _tokens(count: int) -> str:
     return str(count)
 
 
+def priced(selection: ProviderSelection, config: GenerationConfig) -> bool:
+    """Whether a run's cost is known: the simulated provider (free) or a price table."""
+    return selection.provider is ProviderName.SIMULATED or run_price(selection, config) is not None
+
+
 class Progress:
     """Counts and renders progress (see the module docstring).
 
@@ -49,6 +57,7 @@ class Progress:
         live: redraw one line in place (a terminal) instead of writing periodic lines.
         every: with ``live`` off, write a line every this many cells.
         priced: the run has a price table; without one the cost shows as unknown, never $0.
+        unit: what a cell is called on the line (``cells``; the static study's ``snapshots``).
     """
 
     def __init__(
@@ -60,6 +69,7 @@ class Progress:
         live: bool,
         every: int = 48,
         priced: bool = True,
+        unit: str = "cells",
     ) -> None:
         self._stream = stream
         self._total = total
@@ -68,6 +78,7 @@ class Progress:
         self._live = live
         self._every = max(1, every)
         self._priced = priced
+        self._unit = unit
         self._started = time.monotonic()
         self.provider_calls = 0
         self.tokens = 0
@@ -101,7 +112,7 @@ class Progress:
         eta = _clock(elapsed / session * (self._total - self._done)) if session else "?"
         cost = f"${self.cost_usd:.4f}" if self._priced else "unknown"
         return (
-            f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} cells"
+            f"[{'#' * filled}{'.' * (_BAR - filled)}] {self._done}/{self._total} {self._unit}"
             f" | {self._current or '-'} | provider calls {self.provider_calls}"
             f" | failed {self.failed}{f' (streak {self.streak})' if self.streak else ''}"
             f" | tokens {_tokens(self.tokens)} | cost {cost}"
