@@ -9,9 +9,12 @@ to the live decisions.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,16 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collect_inspect_leftovers() -> Iterator[None]:
+    """Collect Inspect's leftover streams before the module ends: otherwise the collector meets
+    them during a later test, outside this module's filters, and fails that test instead."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 @pytest.fixture(scope="module")

@@ -418,9 +418,19 @@ def test_gemini_cancellation_journals_the_attempt_then_propagates(fake: FakeGemi
     )
 
     async def go() -> None:
-        with trio.move_on_after(0.3) as scope:
+        # Cancel once the endpoint holds the request (a fixed delay raced a loaded machine:
+        # an attempt cancelled before it is sent is rightly never journaled).
+        async with trio.open_nursery() as nursery:
+
+            async def cancel_when_received() -> None:
+                with trio.fail_after(30):
+                    while not fake.requests:  # noqa: ASYNC110 - the endpoint runs in another thread
+                        await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(cancel_when_received)
             await provider.generate(_request(), audit)
-        assert scope.cancelled_caught
+            raise AssertionError("the call finished before it was cancelled")
 
     trio.run(go)
     provider.close()
