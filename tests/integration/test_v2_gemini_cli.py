@@ -43,13 +43,6 @@ DENIED = "Method doesn't allow unregistered callers (callers without established
 QUOTA = "Resource has been exhausted (e.g. check quota)."
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture(scope="module")
 def lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lock") / "study-lock.json"

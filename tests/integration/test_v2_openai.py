@@ -12,7 +12,6 @@ Tools run in the real sandbox.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,13 +63,6 @@ _LABELS = frozenset(
         "cost_known",
     }
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 class _Tell:
