@@ -16,6 +16,9 @@ Credentials: no test sees an ambient provider credential or endpoint (``GOOGLE_*
 module's shared run is as hermetic as a test's own. A test that needs one sets it with
 ``monkeypatch``, which puts the cleared state back afterwards.
 
+The full study: ``full_study`` runs the simulated V2 study (all 576 cells) once per session, for
+the few ``slow`` tests that prove what only the whole study can; they read it and never write.
+
 Strategies shared by the property tests live here too (``json_values``); a test file imports
 them with ``from conftest import json_values``.
 """
@@ -24,7 +27,11 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import structlog
@@ -55,6 +62,37 @@ def _no_ambient_credentials() -> Iterator[None]:
             if name.upper().startswith(_AMBIENT_PREFIXES):
                 patch.delenv(name)
         yield
+
+
+@dataclass(frozen=True)
+class FullStudy:
+    """One finished ``python -m harness v2 run`` of the whole frozen schedule."""
+
+    cwd: Path  # the directory the run started from
+    store: Path
+    lock: Path  # the lock of this tree, written right before the run
+    done: subprocess.CompletedProcess[str]
+
+    @property
+    def manifest_line(self) -> str:
+        return next(line for line in self.done.stdout.splitlines() if line.startswith("manifest: "))
+
+
+@pytest.fixture(scope="session")
+def full_study(tmp_path_factory: pytest.TempPathFactory) -> FullStudy:
+    from harness.lock import project_root, write_lock  # here: no harness import at collection
+
+    work = tmp_path_factory.mktemp("full-study")
+    lock = work / "study-lock.json"
+    write_lock(lock, project_root())
+    cwd = work / "a"
+    cwd.mkdir()
+    store = cwd / "run-one"
+    argv = [sys.executable, "-m", "harness", "v2", "run", "--store", str(store)]
+    argv += ["--lock", str(lock)]
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return FullStudy(cwd=cwd, store=store, lock=lock, done=done)
 
 
 def json_scalars(
