@@ -10,17 +10,33 @@ database is read or written, no deadline (a loaded 2-core runner must not turn s
 flakiness), and a failure prints the blob that reproduces it. ``dev`` (otherwise) explores
 randomly and remembers failures in the local database. ``HYPOTHESIS_PROFILE`` overrides the
 choice. A test's own ``@settings`` still wins for what it sets (e.g. ``max_examples``).
+
+Credentials: no test sees an ambient provider credential or endpoint (``GOOGLE_*``, ``GEMINI_*``,
+``OPENAI_*``); they are cleared once for the whole session, before any module fixture runs, so a
+module's shared run is as hermetic as a test's own. A test that needs one sets it with
+``monkeypatch``, which puts the cleared state back afterwards.
+
+The full study: ``full_study`` runs the simulated V2 study (all 576 cells) once per session, for
+the few ``slow`` tests that prove what only the whole study can; they read it and never write.
+
+Strategies shared by the property tests live here too (``json_values``); a test file imports
+them with ``from conftest import json_values``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import structlog
 from hypothesis import settings
+from hypothesis import strategies as st
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
@@ -34,3 +50,79 @@ def _default_log_level() -> Iterator[None]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
     yield
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+
+
+_AMBIENT_PREFIXES = ("GOOGLE_", "GEMINI_", "OPENAI_")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_credentials() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.upper().startswith(_AMBIENT_PREFIXES):
+                patch.delenv(name)
+        yield
+
+
+@dataclass(frozen=True)
+class FullStudy:
+    """One finished ``python -m harness v2 run`` of the whole frozen schedule."""
+
+    cwd: Path  # the directory the run started from
+    store: Path
+    lock: Path  # the lock of this tree, written right before the run
+    done: subprocess.CompletedProcess[str]
+
+    @property
+    def manifest_line(self) -> str:
+        return next(line for line in self.done.stdout.splitlines() if line.startswith("manifest: "))
+
+
+@pytest.fixture(scope="session")
+def full_study(tmp_path_factory: pytest.TempPathFactory) -> FullStudy:
+    from harness.lock import project_root, write_lock  # here: no harness import at collection
+
+    work = tmp_path_factory.mktemp("full-study")
+    lock = work / "study-lock.json"
+    write_lock(lock, project_root())
+    cwd = work / "a"
+    cwd.mkdir()
+    store = cwd / "run-one"
+    argv = [sys.executable, "-m", "harness", "v2", "run", "--store", str(store)]
+    argv += ["--lock", str(lock)]
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return FullStudy(cwd=cwd, store=store, lock=lock, done=done)
+
+
+def json_scalars(
+    *, integers: tuple[int, int] = (-(2**63), 2**63 - 1), nan: bool = False, text: int = 12
+) -> st.SearchStrategy[object]:
+    """JSON scalars: null, booleans, integers in the closed range ``integers``, floats (finite
+    unless ``nan``, which also admits the infinities), strings of up to ``text`` characters."""
+    return (
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=integers[0], max_value=integers[1])
+        | (st.floats() if nan else st.floats(allow_nan=False, allow_infinity=False))
+        | st.text(max_size=text)
+    )
+
+
+def json_values(
+    scalars: st.SearchStrategy[object] | None = None,
+    *,
+    width: int = 4,
+    keys: int = 8,
+    leaves: int = 12,
+) -> st.SearchStrategy[object]:
+    """JSON-shaped values: ``scalars`` (default ``json_scalars()``) nested in lists and objects of
+    up to ``width`` members with keys of up to ``keys`` characters, at most ``leaves`` scalars."""
+    return st.recursive(
+        json_scalars() if scalars is None else scalars,
+        lambda inner: (
+            st.lists(inner, max_size=width)
+            | st.dictionaries(st.text(max_size=keys), inner, max_size=width)
+        ),
+        max_leaves=leaves,
+    )

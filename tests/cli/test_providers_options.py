@@ -6,7 +6,6 @@ exactly as ``harness static run`` and ``harness v2 run`` use it.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -31,13 +30,6 @@ def cli() -> None:
 def show(provider: ProviderSelection) -> None:
     """Print the selection as the run config would record it."""
     click.echo(msgspec.json.encode(provider).decode())
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 def _run(*args: str) -> tuple[int, str, str]:

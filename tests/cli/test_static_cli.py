@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,13 +13,6 @@ from harness.cli import main
 from harness.resources import default_stores_dir
 from harness.studies.runs import default_store_dir
 from harness.studies.static.report import REPORT_DIR, REPORT_FILES
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

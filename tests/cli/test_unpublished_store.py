@@ -7,7 +7,6 @@ was recorded, so nothing - not even whether the run was a pilot - can be resumed
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,13 +16,6 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.store import verify_store
 from harness.store._files import partial_prefix
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 def _cut_short(store: Path) -> Path:

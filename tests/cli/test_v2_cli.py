@@ -1,8 +1,8 @@
 """``harness v2 run|resume|status``: the full simulated study, refusals and exit codes.
 
-The full runs are real: preflight (lock of this tree, schedule, store, credential input,
-generation config, sandbox probes), 576 cells with every tool call in a sandboxed child, fsynced
-commits, and the manifest.
+The full run (the session's ``full_study``, shared with the other slow tests) is real:
+preflight (lock of this tree, schedule, store, credential input, generation config, sandbox
+probes), 576 cells with every tool call in a sandboxed child, fsynced commits, the manifest.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner
+from conftest import FullStudy
 
 from harness.canonical import canonical_bytes
 from harness.cli import main
@@ -53,18 +54,10 @@ def _results(store: Path) -> list[bytes]:
     return [canonical_bytes(msgspec.convert(c.result, CellResult)) for c in read_store(store).cells]
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    work = tmp_path_factory.mktemp("full")
-    store = work / "store"
-    lock = _fresh_lock(work)
-    return store, _invoke("v2", "run", "--store", str(store), "--lock", str(lock))
-
-
 @pytest.mark.slow
-def test_v2_cli_run_executes_the_whole_simulated_study(full_run: tuple[Path, Any]) -> None:
-    store, result = full_run
-    assert result.exit_code == 0, result.output
+def test_v2_cli_run_executes_the_whole_simulated_study(full_study: FullStudy) -> None:
+    store, result = full_study.store, full_study.done
+    assert result.returncode == 0, result.stderr
     assert f"cells: {FULL}/{FULL} committed, {FULL} this session" in result.stdout
     assert "manifest: blake3:" in result.stdout
     assert "SIMULATED" in result.stdout
@@ -80,8 +73,8 @@ def test_v2_cli_run_executes_the_whole_simulated_study(full_run: tuple[Path, Any
 
 
 @pytest.mark.slow
-def test_v2_cli_status_summarizes_the_store(full_run: tuple[Path, Any]) -> None:
-    store, _ = full_run
+def test_v2_cli_status_summarizes_the_store(full_study: FullStudy) -> None:
+    store = full_study.store
     result = _invoke("v2", "status", str(store))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -101,9 +94,9 @@ def test_v2_cli_status_summarizes_the_store(full_run: tuple[Path, Any]) -> None:
 
 @pytest.mark.slow
 def test_v2_cli_resume_after_a_torn_first_record_reproduces_the_run(
-    tmp_path: Path, lock: Path, full_run: tuple[Path, Any]
+    tmp_path: Path, lock: Path, full_study: FullStudy
 ) -> None:
-    done, _ = full_run
+    done = full_study.store
     store = tmp_path / "store"
     RunStore.create(store, lock.read_bytes(), canonical_schedule()).close()
     first_cell = (done / "records.log").read_bytes().split(b"\n")[1]

@@ -13,7 +13,6 @@ The real google-genai client against the loopback fake (nothing leaves 127.0.0.1
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,13 +50,6 @@ from harness.studies.v2.schedule import plain_rows
 
 KEY = "AIzaFAKE-capacity-test-0123456789abcdef"
 GOOD = {"decision": "complete", "reason": "The answer addresses the question."}
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture

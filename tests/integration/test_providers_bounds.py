@@ -10,7 +10,6 @@ fake sent before the client hung up show that the body was not read to its end.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -49,13 +48,6 @@ BODIES: dict[str, Callable[[], Answer]] = {
     "endless": endless,
     "gzip-bomb": gzip_bomb,
 }
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 def _config() -> GenerationConfig:

@@ -28,13 +28,6 @@ from harness.providers.gemini import GeminiProvider
 KEY = "AIzaSECRET-credential-test-9876543210"
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
-
-
 def test_credential_from_file(tmp_path: Path) -> None:
     path = tmp_path / "key"
     path.write_text(KEY + "\n")

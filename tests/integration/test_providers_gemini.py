@@ -59,13 +59,6 @@ KEY = "AIzaFAKE-test-key-0123456789abcdefghij"
 GOOD = {"decision": "complete", "reason": "The answer addresses the question."}
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeGemini]:
     with FakeGemini() as server:

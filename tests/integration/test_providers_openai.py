@@ -50,13 +50,6 @@ MODEL = "fake-model-1"
 GOOD = {"decision": "complete", "reason": "The answer addresses the question."}
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:

@@ -11,7 +11,6 @@ its message, not the outage-snapshot rule's, ends the run).
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -28,13 +27,6 @@ from harness.studies._cost import NO_PRICE
 from harness.studies.static.run import RunControls, run_static
 
 KEY = "fake-key-static-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture

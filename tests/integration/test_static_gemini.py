@@ -11,7 +11,6 @@ deterministic rows. A rejected key mid-run stops the run unfinalized (exit 75) a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -27,13 +26,6 @@ from harness.studies.static.report import REPORT_DIR, render_table2, write_repor
 from harness.studies.static.run import resume_static, run_static
 
 KEY = "fake-key-static-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ store in one line.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -31,13 +30,6 @@ from harness.studies.runs import list_runs
 from harness.studies.static.report import REPORT_DIR, REPORT_FILES
 
 STATIC = ["static", "run", "--split", "dev", "--out"]
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import FullStudy
 
-from harness.lock import project_root, write_lock
 from harness.store import read_store
 
 EVIDENCE = ("records.log", "journal.log", "HEAD", "MANIFEST", "study.lock", "schedule.json")
@@ -43,18 +43,19 @@ def _files(store: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_store_two_identical_simulated_runs_write_the_same_bytes(tmp_path: Path) -> None:
-    lock = tmp_path / "study-lock.json"
-    write_lock(lock, project_root())
-    first_cwd, second_cwd = tmp_path / "a", tmp_path / "b" / "deeper"
-    first_cwd.mkdir()
+def test_store_two_identical_simulated_runs_write_the_same_bytes(
+    tmp_path: Path, full_study: FullStudy
+) -> None:
+    # The first run is the session's full study (started from its own directory, into its own
+    # store); the second starts elsewhere, deeper, into a store of another name.
+    second_cwd = tmp_path / "b" / "deeper"
     second_cwd.mkdir(parents=True)
-    first = _run(first_cwd, first_cwd / "run-one", lock)
-    second = _run(second_cwd, tmp_path / "elsewhere" / "run-two", lock)
+    first = full_study.manifest_line
+    second = _run(second_cwd, tmp_path / "elsewhere" / "run-two", full_study.lock)
     assert first.split()[1] == second.split()[1]  # the manifest digest
-    one, two = _files(first_cwd / "run-one"), _files(tmp_path / "elsewhere" / "run-two")
+    one, two = _files(full_study.store), _files(tmp_path / "elsewhere" / "run-two")
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
     # Every record's blob list is in canonical (sorted, unique) order.
-    for cell in read_store(first_cwd / "run-one").cells:
+    for cell in read_store(full_study.store).cells:
         assert list(cell.blobs) == sorted(set(cell.blobs))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +32,6 @@ PAYLOAD = "\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\u202eevil\u
 SHOWN = "\\x1b]0;pwned-title\\x07\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x1b[H\\u202eevil\\u202c\\x9b31m"
 MODEL = "fake-model-1"
 _UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"}
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

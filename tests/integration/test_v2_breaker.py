@@ -8,7 +8,6 @@ streak can span two cells; the command line's own runs (frozen K=5) are in
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,13 +32,6 @@ from harness.studies.v2.schedule import plain_rows
 
 KEY = "fake-key-breaker-0123456789"
 QUOTA = "Resource has been exhausted (e.g. check quota)."
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture

@@ -9,12 +9,10 @@ attempt, holds no credential, and labels the result as the model's, not simulate
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 from providers_fake_gemini import FakeGemini, disconnect_before_response, output
 from v2_support import config, reduced, reindexed
 
@@ -31,13 +29,6 @@ from harness.tools.adapter import build_ledger
 from harness.worlds import certificate_for, find_support, run_calls
 
 KEY = "fake-key-v2-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 def test_v2_cell_through_gemini_is_audited_and_accepted_by_ect(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,13 +42,6 @@ from harness.studies.v2.schedule import canonical_schedule
 KEY = "fake-key-gemini-cli-0123456789"
 DENIED = "Method doesn't allow unregistered callers (callers without established identity)."
 QUOTA = "Resource has been exhausted (e.g. check quota)."
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")
@@ -603,18 +597,55 @@ def test_ctrl_c_in_the_first_second_prints_no_traceback(
     assert err.decode().strip().splitlines()[-1].startswith("error: ")
 
 
+def _venv_outside_the_checkout(base: Path) -> Path:
+    """A venv under ``base`` that ``scripts/_venv.sh`` takes as current, so ``scripts/run``
+    neither builds nor rebuilds one inside the checkout. It holds no copies: a ``.pth`` line
+    adds this interpreter's site-packages (the project and its locked dependencies) as a site
+    directory, a ``harness`` script runs the CLI, and ``.stamp`` holds the digest
+    ``_venv.sh`` computes for this interpreter and the two dependency files."""
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "deps-from-test-venv.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n"
+    )
+    harness = venv / "bin" / "harness"
+    harness.write_text(f"#!{python}\nfrom harness.cli import main\n\nmain()\n")
+    harness.chmod(0o755)
+    root = project_root()
+    stamp = subprocess.run(
+        [
+            str(python), "-c",
+            "import hashlib,sys; print(hashlib.blake2b(sys.version.encode() + "
+            "sys.executable.encode() + b''.join(open(p,'rb').read() for p in sys.argv[1:]))"
+            ".hexdigest())",
+            str(root / "pyproject.toml"), str(root / "requirements.lock"),
+        ],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    (venv / ".stamp").write_text(stamp)
+    return venv
+
+
 @pytest.mark.slow
 def test_scripts_run_with_store_reports_that_store(tmp_path: Path) -> None:
     store = tmp_path / "given"
     script = project_root() / "scripts" / "run"
+    venv = _venv_outside_the_checkout(tmp_path)
     done = subprocess.run(
         ["bash", str(script), "--store", str(store)],
+        env={**os.environ, "VENV": str(venv), "PYTHON": str(venv / "bin" / "python")},
         capture_output=True,
         text=True,
         timeout=900,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "setting up" not in done.stderr  # the stamped venv was used as it is
     assert verify_store(store).finalized
     assert (store / "report" / "report.md").is_file()
     assert "Table 4" in done.stdout

@@ -15,7 +15,6 @@ the export writes a bundle without it; a store that does hold it is refused by b
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 from pathlib import Path
@@ -43,13 +42,6 @@ from harness.store import read_store, verify_store
 from harness.store._files import MAX_BLOB
 
 KEY = "fake-key-hostile-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ Tools run in the real sandbox.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from conftest import FullStudy
 from providers_fake_gemini import disconnect_before_response
 from providers_fake_openai import FakeOpenAI, SimulatedChat
 from v2_report_support import CONFIG_PATH
@@ -64,13 +64,6 @@ _LABELS = frozenset(
         "cost_known",
     }
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 class _Tell:
@@ -156,10 +149,15 @@ def test_v2_reduced_schedule_through_openai_gives_the_simulated_outcome_rows(
 
 
 @pytest.mark.slow
-def test_v2_full_study_through_openai_gives_the_simulated_outcome_rows(tmp_path: Path) -> None:
+def test_v2_full_study_through_openai_gives_the_simulated_outcome_rows(
+    tmp_path: Path, full_study: FullStudy
+) -> None:
     rows = build_rows(config())
     assert len(rows) == 576
-    simulated = _run(tmp_path / "sim", rows, SimulatedProvider())
+    # The simulated side is the session's full study (``harness v2 run``, the same rows).
+    cells = read_store(full_study.store).cells
+    assert [c.row for c in cells] == plain_rows(rows)
+    simulated = [msgspec.convert(c.result, CellResult) for c in cells]
     through = _through_openai(tmp_path / "openai", rows)
     assert _outcome_rows(through) == _outcome_rows(simulated)
 

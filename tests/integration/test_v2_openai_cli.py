@@ -34,13 +34,6 @@ MODEL = "fake-model-1"
 HARNESS = Path(sys.executable).with_name("harness")
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture(scope="module")
 def lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lock") / "study-lock.json"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -71,13 +70,6 @@ class QuotaResponder:
                 self.disconnected += 1
                 return disconnect_before_response()
         return self._inner(recorded)
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_")):
-            monkeypatch.delenv(name)
 
 
 def _invoke(*args: str) -> Any:

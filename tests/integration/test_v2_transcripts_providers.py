@@ -12,7 +12,6 @@ pilot label, each of them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,6 @@ from harness.lock import project_root, write_lock
 PLUGIN = "python:harness.examples.planners.simulated:PLANNER"
 CRITIC_CELL = "w10-lookup.clean.full_trace.s1"
 ECT_CELL = "w10-lookup.incomplete.ect.s1"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith(("GOOGLE_", "GEMINI_", "OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

@@ -10,24 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import conftest
 from hypothesis import strategies as st
 
 __all__ = ["json_values", "near"]
 
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53), max_value=2**53)
-    | st.floats()
-    | st.text(max_size=6)
-)
-json_values = st.recursive(
-    _SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+_SCALARS = conftest.json_scalars(integers=(-(2**53), 2**53), nan=True, text=6)
+json_values = conftest.json_values(_SCALARS, width=3, keys=5, leaves=8)
 _OTHER_KEYS = st.sampled_from(["zz", "extra", "status", "Body", ""])
 
 

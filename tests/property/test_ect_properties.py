@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import conftest
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,20 +20,7 @@ replace = msgspec.structs.replace
 EX = regional_sum()
 PARTS = [msgspec.json.encode(p) for p in EX]
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+json_values = conftest.json_values(conftest.json_scalars(integers=(-(2**63), 2**63)), leaves=20)
 
 
 @given(json_values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import conftest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,17 +25,7 @@ from harness.providers.prompts import render_prompt
 WITHHELD_WORDS = ("split", "fault", "gold", "oracle")
 WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53), 2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+json_values = conftest.json_values(conftest.json_scalars(integers=(-(2**53), 2**53)), leaves=20)
 
 # Text that cannot spell a withheld word: its alphabet lacks the letter "l", "p" and "r".
 clean_text = st.text(alphabet="abcdeghijkmnoqstuvwxyz0123456789 _-", max_size=16)

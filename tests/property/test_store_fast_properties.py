@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import conftest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,20 +92,8 @@ def test_store_blob_names_equals_checking_each_name(names: list[str]) -> None:
     assert blob_names(names) == [name for name in names if is_blob_name(name)]
 
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+json_scalars = conftest.json_scalars(text=8)
+json_values = conftest.json_values(json_scalars, width=3, keys=6, leaves=8)
 schedule_rows = st.lists(
     st.dictionaries(st.text(max_size=6), json_values, max_size=4), min_size=1, max_size=5
 )

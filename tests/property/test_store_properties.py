@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import conftest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,20 +14,7 @@ from harness.store import RunStore, VerifyStatus, read_store, verify_store
 
 LOCK = b"study lock for property tests\n"
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
+json_values = conftest.json_values(leaves=12)
 json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=5)
 cells = st.lists(
     st.tuples(json_objects, st.lists(json_objects, max_size=3), st.binary(max_size=64)),

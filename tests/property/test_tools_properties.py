@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import conftest
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,20 +17,7 @@ from harness.worlds import generate_world
 
 WORLD = generate_world("07").to_plain()
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+json_values = conftest.json_values(conftest.json_scalars(integers=(-(2**63), 2**63)), leaves=20)
 tool_ids = st.sampled_from([*TOOL_IDS, "unknown_tool"])
 # Responses shaped like envelopes, so the value-extraction paths are exercised, not only the
 # fallback.
