@@ -9,7 +9,8 @@ store with ``record_preflight(writer, report)`` and binds the returned blob dige
 next cell it commits. The report's schema lives in ``harness.preflight_report`` (the harness
 stores and audits reports without importing this package); it is re-exported here. The checks
 name no study: the caller hands in the study's schedule generator (``schedule_source``).
-``harness preflight`` is the command line form (``_cli``, which hands in the V2 generator).
+``harness preflight`` is the command line form (``harness.cli.preflight``, which hands in the V2
+generator).
 
 This package writes nothing except through ``record_preflight``; it decides nothing about a
 run beyond whether it may start.

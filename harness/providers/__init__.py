@@ -56,7 +56,6 @@ from harness.providers.protocol import Message, Provider, ProviderRequest, Provi
 from harness.providers.selection import (
     ProviderSelection,
     open_provider,
-    provider_options,
     select_provider,
 )
 from harness.providers.simulated import RoleBehaviour, SimulatedProvider, default_behaviours
@@ -104,7 +103,6 @@ __all__ = [
     "open_provider",
     "prompt_bytes",
     "prompt_ids",
-    "provider_options",
     "render_prompt",
     "scrub_ambient",
     "select_provider",

@@ -17,7 +17,7 @@ being read once the deadline has passed, so a reply dripping a byte at a time ca
 worker thread (and the capacity it holds) past the attempt.
 
 It records, it does not decide: classification lives in each provider, the retry policy in
-``_attempts.py``. It never sees or stores request headers, so the API key (sent as a header)
+``network.py``. It never sees or stores request headers, so the API key (sent as a header)
 cannot reach a capture.
 """
 

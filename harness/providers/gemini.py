@@ -7,7 +7,7 @@ the request's seed, the role's max output tokens and thinking budget, JSON outpu
 reply is judged by our own code: finish reason STOP, non-empty text, JSON, and valid against the
 response schema (``json_schema.validate_response``).
 
-Retry rule (``_attempts.NetworkProvider``, shared with ``openai_chat``): exactly one identical
+Retry rule (``network.NetworkProvider``, shared with ``openai_chat``): exactly one identical
 retry (same SDK call, byte-identical body), and only after a transport failure before any
 response byte (``PRE_OUTPUT_FAILURES``). Every other failure (HTTP 4xx/5xx, 429, read timeout,
 reset after the request was sent, partial body, malformed JSON, MAX_TOKENS, blocked, no
@@ -38,7 +38,13 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from harness.providers._attempts import (
+from harness.providers._capture import Capture, CapturingTransport
+from harness.providers.audit import Usage
+from harness.providers.config import GeminiSettings, GenerationConfig, PriceTable
+from harness.providers.credentials import Credential, scrub_ambient
+from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
+from harness.providers.kinds import FailureKind, ProviderName, Role
+from harness.providers.network import (
     PREFLIGHT_CELL,
     PREFLIGHT_PROMPT,
     Judgement,
@@ -46,12 +52,6 @@ from harness.providers._attempts import (
     judge_text,
     transport_kind,
 )
-from harness.providers._capture import Capture, CapturingTransport
-from harness.providers.audit import Usage
-from harness.providers.config import GeminiSettings, GenerationConfig, PriceTable
-from harness.providers.credentials import Credential, scrub_ambient
-from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url
-from harness.providers.kinds import FailureKind, ProviderName, Role
 from harness.providers.protocol import ProviderRequest
 
 __all__ = ["PREFLIGHT_CELL", "PREFLIGHT_PROMPT", "GeminiProvider"]

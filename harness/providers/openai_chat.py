@@ -10,7 +10,7 @@ connection errors by itself). The reply is judged by our own code either way: fi
 ``stop``, non-empty content, JSON, valid against the response
 schema (``json_schema.validate_response``).
 
-Retry rule and concurrency are Gemini's (both run on ``_attempts.NetworkProvider``): exactly one
+Retry rule and concurrency are Gemini's (both run on ``network.NetworkProvider``): exactly one
 identical retry, only after a transport failure before any response byte; the sync client runs
 on a worker thread under ``trio.fail_after(deadline_s)`` and an abandoned call is audited as
 outcome unknown.
@@ -32,13 +32,13 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from harness.providers._attempts import Judgement, NetworkProvider, judge_text, transport_kind
 from harness.providers._capture import Capture, CapturingTransport
 from harness.providers.audit import Usage
 from harness.providers.config import GenerationConfig, PriceTable, RoleLimits
 from harness.providers.credentials import Credential, scrub_ambient
 from harness.providers.endpoint import check_base_url
 from harness.providers.kinds import FailureKind, ProviderName, Role
+from harness.providers.network import Judgement, NetworkProvider, judge_text, transport_kind
 from harness.providers.protocol import ProviderRequest
 
 __all__ = ["OpenAIProvider", "chat_price", "chat_request_body"]

@@ -1,7 +1,7 @@
-"""Choosing a provider on the command line, and opening it.
+"""Choosing a provider, and opening it.
 
-Every command that can call a provider takes the same four options, added by the
-``provider_options`` decorator:
+Every command that can call a provider takes the same options (``harness.cli.provider_options``
+declares them; ``ProviderFlags`` is what was given, ``select_from_flags`` the choice):
 
 - ``--provider simulated|gemini|openai`` (default ``simulated``: no network, no credential);
 - ``--model NAME`` (openai only, required: the model the endpoint serves);
@@ -13,23 +13,22 @@ Every command that can call a provider takes the same four options, added by the
   tokens; without them only Gemini at Google's endpoint has a price, every other cost is
   unknown). ``run_price`` is the table a run's estimate, progress line and attempts use.
 
-The decorator hands the command one ``ProviderSelection`` (argument ``provider``): a value that
-names the choice and the credential *source*, never the key, so it can be written into the run
-config as is. ``open_provider`` turns it into a live provider; that is when the key is read and
-ambient ``GOOGLE_*``/``GEMINI_*``/``OPENAI_*`` variables are removed. Contradictory options are
-refused with one line (``ProviderSelectionError``), never silently ignored.
+The command receives one ``ProviderSelection`` (argument ``provider``): a value that names the
+choice and the credential *source*, never the key, so it can be written into the run config as
+is. ``open_provider`` turns it into a live provider; that is when the key is read and ambient
+``GOOGLE_*``/``GEMINI_*``/``OPENAI_*`` variables are removed. Contradictory options are refused
+with one line (``ProviderSelectionError``), never silently ignored. No click here: importing
+``harness.providers`` loads no command-line library.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import shlex
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Literal
 
-import click
 import msgspec
 
 from harness.errors import ProviderSelectionError
@@ -68,27 +67,11 @@ __all__ = [
     "open_provider",
     "probe_provider",
     "provider_identity",
-    "provider_options",
     "refuse_contradicting_flags",
-    "resume_provider_options",
     "run_price",
     "select_provider",
     "selection_for_resume",
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_OPTION_NAMES: Final = (
-    "provider_name",
-    "credential_file",
-    "credential_env",
-    "provider_base_url",
-    "model",
-    "no_credential",
-    "planner",
-    "price_input",
-    "price_output",
-)
 
 
 class ProviderSelection(
@@ -306,16 +289,6 @@ def _select_openai(
     )
 
 
-def provider_options(command: F) -> F:
-    """Add ``--provider``, ``--credential-file``, ``--credential-env``, ``--provider-base-url``.
-
-    The decorated function receives one keyword argument ``provider: ProviderSelection``
-    instead of the four option values.
-    """
-
-    return _with_options(command, select_from_flags, resume=False)
-
-
 def open_provider(
     selection: ProviderSelection, *, environ: MutableMapping[str, str] | None = None
 ) -> Provider:
@@ -334,7 +307,7 @@ def open_provider(
     """
     provider = _open_base(selection, environ)
     if selection.price is not None:
-        from harness.providers._attempts import NetworkProvider
+        from harness.providers.network import NetworkProvider
 
         if isinstance(provider, NetworkProvider):
             provider.given_price = selection.price
@@ -578,132 +551,6 @@ def selection_for_resume(
             )
         raise ProviderSelectionError(f"store {store} was run with {what}")
     return selection
-
-
-def resume_provider_options(command: F) -> F:
-    """The provider options of ``v2 resume``: the same names, no defaults.
-
-    The decorated function receives ``provider: ProviderFlags`` (what was given; the store's
-    genesis supplies the rest).
-    """
-
-    return _with_options(command, lambda flags: flags, resume=True)
-
-
-_SELECTABLE: Final = [
-    p.value for p in (ProviderName.SIMULATED, ProviderName.GEMINI, ProviderName.OPENAI)
-]
-_CONFIRM: Final = "Only to confirm: the store's genesis names its"
-
-
-class _Option(msgspec.Struct, frozen=True):
-    """One provider option: its declaration and its help for ``run`` and for ``resume``."""
-
-    decls: tuple[str, ...]
-    attrs: dict[str, Any]
-    run_help: str
-    resume_help: str
-
-
-_OPTIONS: Final = (
-    _Option(
-        ("--provider", "provider_name"),
-        {"type": click.Choice(_SELECTABLE)},
-        "Who answers planner and critic calls. simulated: deterministic, offline, "
-        "labelled simulated everywhere; gemini: gemini-2.5-flash via google-genai; openai: "
-        "any OpenAI-compatible chat-completions endpoint (--model NAME).",
-        f"{_CONFIRM} provider, and a different one is refused.",
-    ),
-    _Option(
-        ("--credential-file",),
-        {"type": click.Path(path_type=Path, dir_okay=False)},
-        "File holding the API key on one line (gemini, openai).",
-        "File holding the Gemini API key on one line (a gemini store needs one source).",
-    ),
-    _Option(
-        ("--credential-env",),
-        {"metavar": "NAME"},
-        "Environment variable holding the API key (gemini, openai; it is removed "
-        "from the environment once read).",
-        "Environment variable holding the Gemini API key (a gemini store needs one source).",
-    ),
-    _Option(
-        ("--provider-base-url",),
-        {"metavar": "URL"},
-        f"Endpoint, for gateways and local servers (gemini: default "
-        f"{PUBLIC_BASE_URL}; openai: default {OPENAI_BASE_URL}). Recorded in the run config.",
-        f"{_CONFIRM} endpoint, and a different one is refused.",
-    ),
-    _Option(
-        ("--model",),
-        {"metavar": "NAME"},
-        "The model an openai endpoint serves (openai only, required there).",
-        f"{_CONFIRM} model.",
-    ),
-    _Option(
-        ("--no-credential",),
-        {"is_flag": True},
-        "Send no key (openai only: a local server such as vLLM, llama.cpp or Ollama).",
-        "An openai store run without a key (a local server) is resumed with this.",
-    ),
-    _Option(
-        ("--price-input",),
-        {"type": float, "metavar": "USD"},
-        "The endpoint's price per million input tokens (with --price-output; gemini, openai). "
-        "Without them only Gemini at Google's endpoint has a price; other costs are unknown. "
-        "Recorded in the store.",
-        f"{_CONFIRM} prices, and different ones are refused.",
-    ),
-    _Option(
-        ("--price-output",),
-        {"type": float, "metavar": "USD"},
-        "The endpoint's price per million output tokens, thinking included (with --price-input).",
-        f"{_CONFIRM} prices, and different ones are refused.",
-    ),
-    _Option(
-        ("--planner",),
-        {"metavar": "python:PATH_OR_MODULE:ATTR"},
-        "Your own agent as the planner: an object with respond(request) -> action. "
-        "Trusted code: it runs in this process. Critics stay on --provider.",
-        f"{_CONFIRM} planner plug-in and the digest of its source; a changed plug-in is refused.",
-    ),
-)
-
-
-def _with_options(command: F, build: Callable[[ProviderFlags], object], *, resume: bool) -> F:
-    """Add the nine provider options to ``command``; ``build`` turns what was given into the one
-    ``provider`` keyword argument the command receives."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name) for name in _OPTION_NAMES}
-        kwargs["provider"] = build(
-            ProviderFlags(
-                provider=values["provider_name"],
-                credential_file=values["credential_file"],
-                credential_env=values["credential_env"],
-                base_url=values["provider_base_url"],
-                model=values["model"],
-                no_credential=values["no_credential"],
-                planner=values["planner"],
-                price_input=values["price_input"],
-                price_output=values["price_output"],
-            )
-        )
-        return command(*args, **kwargs)
-
-    decorated: Callable[..., Any] = wrapper
-    for option in reversed(_OPTIONS):
-        default: object = False if option.attrs.get("is_flag") else None
-        extra: dict[str, Any] = {}
-        if option.decls[0] == "--provider" and not resume:
-            default = ProviderName.SIMULATED.value
-            extra["show_default"] = True
-        help_text = option.resume_help if resume else option.run_help
-        decorated = click.option(
-            *option.decls, default=default, help=help_text, **option.attrs, **extra
-        )(decorated)
-    return decorated  # type: ignore[return-value]
 
 
 def probe_provider(

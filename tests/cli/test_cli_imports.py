@@ -149,3 +149,30 @@ def test_an_older_python_gets_one_line_naming_the_fix() -> None:
         "error: ect-harness needs Python >= 3.11 (this is 3.10): run it with a newer python3, "
         "e.g. PYTHON=/path/to/python3.11 scripts/run"
     ]
+
+
+# Every package below the command line (and preflight), imported together in one interpreter.
+_LIBRARY = (
+    "harness.providers",
+    "harness.providers.selection",
+    "harness.providers.network",
+    "harness.store",
+    "harness.sandbox",
+    "harness.gate",
+    "harness.mcp_proxy",
+    "harness.worlds",
+    "harness.benchmark",
+    "harness.audit",
+    "harness.studies.static.run",
+    "harness.studies.v2.study",
+    "harness.studies.v2.report",
+    "preflight",
+)
+
+
+def test_no_library_package_loads_click() -> None:
+    # The provider options are the command line's (harness.cli.provider_options).
+    modules = _modules_after("\n".join(f"import {name}" for name in _LIBRARY))
+    assert set(_LIBRARY) <= modules
+    assert sorted(m for m in modules if m == "click" or m.startswith("click.")) == []
+    assert "click" in _modules_after("import harness.cli.provider_options")

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import _Main
-from harness.providers import ProviderSelection, provider_options
+from harness.cli.provider_options import provider_options
+from harness.providers import ProviderSelection
 
 KEY = "AIzaCLI-options-secret-42"
 

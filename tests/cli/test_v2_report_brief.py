@@ -11,8 +11,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.cli.v2_report import brief_report
 from harness.lock import project_root, write_lock
-from harness.studies.v2._report_cli import brief_report
 
 
 def test_brief_report_prints_table4_hypotheses_and_the_page(tmp_path: Path) -> None:

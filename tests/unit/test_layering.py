@@ -1,25 +1,16 @@
-"""The package layering of the design, enforced over every import in harness/ and preflight/.
+"""The package layering, enforced over every import in harness/ and preflight/.
 
-The rules (docs/design.md section 2, docs/architecture.md):
+The layer order is read from the table in docs/architecture.md ("Layers", bottom up): every
+module falls in exactly one row (the longest listed path containing its file), and a module may
+import only modules of its own layer or of a layer below. The rules the order does not imply:
 
-1. ``harness.ect`` imports nothing of the project but itself and ``harness.canonical``.
-2. Nothing depends on a study except the command line: outside ``harness.studies`` only the
-   command-line layer imports ``harness.studies``.
-3. ``preflight`` judges the harness and is not part of it: in ``harness`` only the command-line
-   layer imports ``preflight``.
-4. Command-line modules are imported only by the command-line layer.
-5. ``harness.policies`` never imports ``harness.worlds``, ``harness.faults`` or a study: the
-   policies decide on their own input view (``harness.policies.view``), which an agent loop
-   outside the benchmark can build.
-6. ``harness.worlds`` never imports ``harness.faults``: fault operators derive snapshots from
-   the worlds, and the benchmark that applies them sits above both.
-7. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
-   import is invisible to rules 1-6.
-8. The framework adapters (``harness.integrations``, extras) are imported only by themselves and
-   the examples: ``harness.gate`` and everything else stay importable without a framework.
+1. Nothing imports a study (anything under ``harness/studies/``) but the command line.
+2. Only the examples and the adapters themselves import ``harness.integrations`` (extras).
+3. Only the command line imports ``click`` (and ``harness.terminal``, whose ``echo`` is the one
+   printing function): importing a library package loads no command-line library.
+4. No module imports by name at run time (``importlib.import_module``, ``__import__``): such an
+   import is invisible to the others.
 
-The command-line layer is ``harness.cli``, ``harness.__main__`` and every private command module
-(a module whose name ends in ``_cli``, e.g. ``harness.store._cli`` or ``preflight._cli``).
 Imports are read with ``ast`` (including those inside functions and ``TYPE_CHECKING`` blocks);
 relative imports are resolved against the importing module.
 """
@@ -27,26 +18,61 @@ relative imports are resolved against the importing module.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import pytest
 
 ROOT: Final = Path(__file__).resolve().parents[2]
+ARCHITECTURE: Final = ROOT / "docs" / "architecture.md"
 PACKAGES: Final = ("harness", "preflight")
-_CLI_ENTRY: Final = frozenset({"harness.cli", "harness.__main__", "harness._entry"})
-_ECT_MAY_IMPORT: Final = ("harness.ect", "harness.canonical")
 _DYNAMIC_IMPORTS: Final = frozenset({"import_module", "__import__"})
-_POLICIES_NEVER_IMPORT: Final = ("harness.worlds", "harness.faults", "harness.studies")
+_COMMAND_LINE: Final = "command line"
+_CLICK_ALSO: Final = frozenset({"harness.terminal"})
+_INTEGRATIONS_USERS: Final = ("harness.integrations", "harness.examples")
+
+
+class Layer(NamedTuple):
+    """One row of the documented table: its name and the paths it lists."""
+
+    name: str
+    paths: tuple[str, ...]
+
+
+def documented_layers(text: str) -> list[Layer]:
+    """The layers of docs/architecture.md's "Layers" table, bottom up."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers: list[Layer] = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or cells[0] in ("layer", "---"):
+            continue
+        paths = tuple(re.findall(r"`((?:harness|preflight)/[^`]*)`", cells[1]))
+        layers.append(Layer(cells[0], paths))
+    return layers
+
+
+def _path(module: str, is_package: bool) -> str:
+    parts = module.split(".")
+    return "/".join(parts) + ("/__init__.py" if is_package else ".py")
+
+
+def layer_of(module: str, is_package: bool, layers: Sequence[Layer]) -> int | None:
+    """The index of the layer whose longest listed path holds ``module``'s file, or None."""
+    path = _path(module, is_package)
+    best: tuple[int, int] | None = None
+    for index, layer in enumerate(layers):
+        for listed in layer.paths:
+            holds = path.startswith(listed) if listed.endswith("/") else path == listed
+            if holds and (best is None or len(listed) > best[0]):
+                best = (len(listed), index)
+    return None if best is None else best[1]
 
 
 def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
-
-
-def _is_cli(module: str) -> bool:
-    return module in _CLI_ENTRY or module.rsplit(".", 1)[-1].endswith("_cli")
 
 
 def _is_project(name: str) -> bool:
@@ -64,7 +90,7 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 def _targets(
     module: str, is_package: bool, tree: ast.AST, known: frozenset[str]
 ) -> Iterator[tuple[int, str]]:
-    """Every project module ``module`` imports, with its line."""
+    """Every module ``module`` imports (of the project or not), with its line."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -86,45 +112,63 @@ def _dynamic_imports(tree: ast.AST) -> Iterator[int]:
                 yield node.lineno
 
 
-def _rule(importer: str, target: str) -> str | None:
+class _Placed(NamedTuple):
+    module: str
+    is_package: bool
+    layer: int | None
+
+
+def _rule(importer: _Placed, target: _Placed, layers: Sequence[Layer]) -> str | None:
     """Why ``importer`` may not import ``target``, or None when it may."""
-    if _within(importer, "harness.ect") and not any(
-        _within(target, allowed) for allowed in _ECT_MAY_IMPORT
-    ):
-        return "harness.ect imports nothing of the project but harness.canonical"
+    on_command_line = importer.layer is not None and layers[importer.layer].name == _COMMAND_LINE
+    if not _is_project(target.module):
+        if _within(target.module, "click") and not (
+            on_command_line or importer.module in _CLICK_ALSO
+        ):
+            return "only the command line imports click"
+        return None
+    if importer.layer is not None and target.layer is not None and target.layer > importer.layer:
+        return (
+            f"layer {layers[importer.layer].name!r} may not import layer "
+            f"{layers[target.layer].name!r} above it"
+        )
     if (
-        _within(target, "harness.studies")
-        and not _within(importer, "harness.studies")
-        and not _is_cli(importer)
+        _within(target.module, "harness.studies")
+        and not _within(importer.module, "harness.studies")
+        and not on_command_line
     ):
-        return "nothing depends on a study except the command line"
-    if _within(target, "preflight") and _within(importer, "harness") and not _is_cli(importer):
-        return "the harness does not import preflight (only its command line does)"
-    if _is_cli(target) and not _is_cli(importer):
-        return "only the command line imports a command-line module"
-    if _within(importer, "harness.policies") and any(
-        _within(target, below) for below in _POLICIES_NEVER_IMPORT
-    ):
-        return "policies never import worlds, faults or studies"
-    if _within(importer, "harness.worlds") and _within(target, "harness.faults"):
-        return "worlds never import faults (the benchmark above both applies them)"
-    if _within(target, "harness.integrations") and not any(
-        _within(importer, p) for p in ("harness.integrations", "harness.examples")
+        return "nothing imports a study but the command line"
+    if _within(target.module, "harness.integrations") and not any(
+        _within(importer.module, user) for user in _INTEGRATIONS_USERS
     ):
         return "only the examples import a framework adapter (an extra)"
     return None
 
 
-def violations(sources: Mapping[str, tuple[bool, str]]) -> list[str]:
+def violations(
+    sources: Mapping[str, tuple[bool, str]], layers: Sequence[Layer] | None = None
+) -> list[str]:
     """Every layering violation in ``sources`` (module -> (is a package ``__init__``, text))."""
+    if layers is None:
+        layers = documented_layers(ARCHITECTURE.read_text(encoding="utf-8"))
     known = frozenset(sources)
     found: list[str] = []
     for module, (is_package, text) in sorted(sources.items()):
+        importer = _Placed(module, is_package, layer_of(module, is_package, layers))
+        if importer.layer is None:
+            found.append(f"{module}: in no layer of docs/architecture.md")
         tree = ast.parse(text)
-        for line, target in sorted(set(_targets(module, is_package, tree, known))):
-            why = _rule(module, target) if _is_project(target) else None
+        for line, name in sorted(set(_targets(module, is_package, tree, known))):
+            if name in sources:
+                target = _Placed(name, sources[name][0], layer_of(name, sources[name][0], layers))
+            else:  # a name the sources do not hold: a package or a module, whichever is listed
+                placed = layer_of(name, True, layers)
+                target = _Placed(name, placed is not None, placed)
+                if placed is None:
+                    target = _Placed(name, False, layer_of(name, False, layers))
+            why = _rule(importer, target, layers)
             if why is not None:
-                found.append(f"{module}:{line} imports {target}: {why}")
+                found.append(f"{module}:{line} imports {name}: {why}")
         found.extend(
             f"{module}:{line} imports by name at run time: every import must be static"
             for line in _dynamic_imports(tree)
@@ -157,16 +201,52 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
     # allow must be there.
     sources = project_sources()
     known = frozenset(sources)
-    assert {"harness.cli", "harness.ect.verifier", "preflight", "preflight._cli"} <= known
+    assert {"harness.cli", "harness.ect.verifier", "preflight", "harness.cli.preflight"} <= known
     edges = {
         (module, target)
         for module, (is_package, text) in sources.items()
         for _, target in _targets(module, is_package, ast.parse(text), known)
     }
-    assert ("harness._evidence_cli", "preflight._cli") in edges
-    assert ("harness.studies.v2._cli", "preflight") in edges
+    assert ("harness.cli.evidence", "harness.cli.preflight") in edges
+    assert ("harness.cli.v2", "preflight") in edges
     assert ("harness.audit", "harness.preflight_report") in edges
     assert ("harness.ect.verifier", "harness.canonical") in edges
+
+
+# --- the documented table -----------------------------------------------------------------
+
+
+def _layers() -> list[Layer]:
+    return documented_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_every_documented_path_exists_and_is_listed_once() -> None:
+    listed = [path for layer in _layers() for path in layer.paths]
+    assert listed, "the Layers table of docs/architecture.md lists no path"
+    assert len(listed) == len(set(listed))
+    assert [path for path in listed if not (ROOT / path).exists()] == []
+
+
+def test_the_order_puts_canonical_below_ect_and_perturb_above_it() -> None:
+    layers = _layers()
+    names = [layer.name for layer in layers]
+
+    def at(module: str, is_package: bool = False) -> str:
+        index = layer_of(module, is_package, layers)
+        assert index is not None, module
+        return names[index]
+
+    assert (at("harness.canonical"), at("harness.ect.verifier"), at("harness.perturb")) == (
+        "base",
+        "core",
+        "foundation",
+    )
+    assert names.index("base") < names.index("core") < names.index("foundation")
+    assert names[-1] == _COMMAND_LINE
+    assert at("harness.cli", is_package=True) == _COMMAND_LINE
+    assert at("harness.cli.store") == _COMMAND_LINE
+    # The longest listed path wins: the study packages sit with their shared modules.
+    assert at("harness.studies.v2.report") == at("harness.studies.runs") == "studies"
 
 
 # --- the rules fire -------------------------------------------------------------------------
@@ -175,22 +255,25 @@ def test_the_scan_sees_the_tree_and_its_allowed_edges() -> None:
 @pytest.mark.parametrize(
     ("module", "text", "expected"),
     [
-        ("harness.ect.model", "from harness.store import RunStore\n", "harness.store"),
-        ("harness.ect.model", "import harness.providers.audit\n", "harness.providers.audit"),
-        ("harness.ect.model", "from harness import log\n", "harness.log"),
-        ("harness.replay", "from harness.studies.v2.loop import run_cell\n", "harness.studies"),
-        ("harness.audit", "def f():\n    from preflight import decode_report\n", "preflight"),
-        ("harness.studies.v2.study", "import preflight\n", "preflight"),
-        ("preflight._checks", "from harness.studies.v2 import schedule\n", "harness.studies"),
-        ("harness.store.core", "from harness.store._cli import store_group\n", "_cli"),
-        ("harness.studies.static.run", "from ._static_cli import add\n", "_static_cli"),
-        ("harness.tools.catalog", "from ..studies import v2_report\n", "harness.studies"),
-        ("harness.policies.ect_policy", "from harness.worlds import Snapshot\n", "policies never"),
-        ("harness.policies.heuristic", "import harness.faults\n", "policies never"),
-        ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "faults"),
-        ("harness.worlds.snapshots", "from harness.faults import apply_fault\n", "worlds never"),
-        ("harness.gate.session", "from harness.integrations import inspect\n", "adapter"),
-        ("harness.cli", "import harness.integrations.openai_agents\n", "adapter"),
+        ("harness.canonical", "from harness.ect.model import Receipt\n", "'base' may not import"),
+        ("harness.ect.model", "from harness.store import RunStore\n", "layer 'store' above"),
+        ("harness.ect.model", "import harness.providers.audit\n", "layer 'providers' above"),
+        ("harness.ect.model", "from harness import log\n", "layer 'foundation' above"),
+        ("harness.perturb", "from harness.tools import adapter\n", "layer 'tools' above"),
+        ("harness.audit", "def f():\n    from preflight import decode\n", "'preflight' above"),
+        ("harness.store.core", "from harness.cli.store import store_group\n", "'command line'"),
+        ("harness.tools.catalog", "from ..studies import v2_report\n", "'studies' above"),
+        ("harness.policies.ect_policy", "from harness.worlds import Snapshot\n", "'worlds'"),
+        ("harness.policies.decision", "from .view import V\nfrom ..faults import F\n", "'faults'"),
+        ("harness.worlds.snapshots", "from harness.faults import apply_fault\n", "'faults' above"),
+        ("harness.gate.session", "from harness.integrations import inspect\n", "'integrations'"),
+        ("harness.examples.scripted", "from harness.studies.v2 import schedule\n", "a study"),
+        ("preflight._checks", "from harness.studies.v2 import schedule\n", "a study"),
+        ("harness.mcp_proxy.server", "import harness.integrations.openai_agents\n", "adapter"),
+        ("harness.cli.v2", "import harness.integrations.openai_agents\n", "adapter"),
+        ("harness.providers.selection", "import click\n", "only the command line imports click"),
+        ("harness.store._writer", "def f():\n    from click import echo\n", "imports click"),
+        ("harness.new_module", "import json\n", "in no layer of docs/architecture.md"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, text: str, expected: str) -> None:
@@ -223,15 +306,19 @@ def test_an_import_by_name_is_reported(text: str, line: int) -> None:
     ("module", "text"),
     [
         ("harness.ect.verifier", "from harness.canonical import Domain\nfrom . import model\n"),
-        ("harness.cli", "from harness.studies.v2._cli import v2_group\n"),
-        ("harness._evidence_cli", "from preflight._cli import preflight_cmd\n"),
-        ("harness.studies.v2._cli", "from preflight import run_preflight\n"),
-        ("preflight._cli", "from harness.studies.v2.schedule import canonical_schedule\n"),
+        ("harness.perturb", "from harness.ect.model import SlotRequirement\n"),
+        ("harness.cli.static", "from harness.cli.v2 import v2_group\nimport click\n"),
+        ("harness.cli.evidence", "from harness.cli.preflight import preflight_cmd\n"),
+        ("harness.cli.v2", "from preflight import run_preflight\n"),
+        ("harness.cli.preflight", "from harness.studies.v2.schedule import canonical_schedule\n"),
         ("harness.studies.v2.replay", "from harness.studies.v2.loop import run_cell\n"),
+        ("harness.studies.v2.study", "from harness.studies.runs import default_store_dir\n"),
         ("harness.audit", "from harness.preflight_report import decode_report\n"),
         ("preflight._checks", "from harness.store import lock_digest\nimport msgspec\n"),
         ("harness.policies.ect_policy", "from harness.policies.view import SnapshotView\n"),
         ("harness.faults", "from harness.worlds.snapshots import Snapshot\n"),
+        ("harness.terminal", "def echo() -> None:\n    import click\n"),
+        ("harness.examples.inspect_task", "from harness.integrations.inspect import ect_react\n"),
     ],
 )
 def test_an_allowed_import_is_not_reported(module: str, text: str) -> None:

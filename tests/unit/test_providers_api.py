@@ -46,7 +46,6 @@ PUBLIC = {
     "open_provider",
     "prompt_bytes",
     "prompt_ids",
-    "provider_options",
     "render_prompt",
     "scrub_ambient",
     "select_provider",

@@ -202,7 +202,7 @@ def test_the_question_is_asked_only_on_a_terminal_and_ctrl_c_there_is_an_interru
 
     import click
 
-    from harness.studies._run_cli import confirm
+    from harness.cli.run_options import confirm
 
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert confirm(assume_yes=False) is None  # a pipe or CI: no question

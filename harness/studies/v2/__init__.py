@@ -19,8 +19,8 @@ After a run: ``analysis`` (the prespecified outcomes and hypothesis tests), ``re
 analyse, render, write), ``transcript`` (one cell's story), ``replay`` (re-run a cell offline
 from the store) and ``export`` (the evidence bundle).
 
-The command line (``harness v2 run|resume|status``) is ``_cli``; ``harness v2 report`` is
-``_report_cli``, ``harness v2 show|cells`` is ``_show_cli``.
+The command line (``harness v2 run|resume|status``) is ``harness.cli.v2``; ``harness v2 report``
+is ``harness.cli.v2_report``, ``harness v2 show|cells`` is ``harness.cli.v2_show``.
 """
 
 from harness.studies.v2.checkpoints import Checkpoint, Draft, build_checkpoints

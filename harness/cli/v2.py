@@ -15,17 +15,13 @@ from pathlib import Path
 import click
 import msgspec
 
+from harness.cli.provider_options import provider_options, resume_provider_options
+from harness.cli.run_options import confirm, pacing_of, pacing_options, yes_option
 from harness.environment import session_environments
 from harness.errors import StoreInProgressError
 from harness.log import verbosity
-from harness.providers.selection import (
-    ProviderFlags,
-    ProviderSelection,
-    provider_options,
-    resume_provider_options,
-)
+from harness.providers.selection import ProviderFlags, ProviderSelection
 from harness.store import VerifyStatus
-from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.runs import default_store_dir
 from harness.studies.v2.study import (

@@ -16,6 +16,7 @@ import click
 import msgspec
 
 from harness.audit import audit_store, render_audit, study_kind
+from harness.cli.preflight import preflight_cmd
 from harness.errors import (
     AuditFailedError,
     InputError,
@@ -33,7 +34,6 @@ from harness.studies.v2.config import DEFAULT_CONFIG_PATH
 from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
 from harness.terminal import echo, json_out
-from preflight._cli import preflight_cmd
 
 __all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 

@@ -12,15 +12,11 @@ from pathlib import Path
 
 import click
 
+from harness.cli.provider_options import provider_options, resume_provider_options
+from harness.cli.run_options import confirm, pacing_of, pacing_options, yes_option
 from harness.errors import StaticStudyError
 from harness.log import verbosity
-from harness.providers.selection import (
-    ProviderFlags,
-    ProviderSelection,
-    provider_options,
-    resume_provider_options,
-)
-from harness.studies._run_cli import confirm, pacing_of, pacing_options, yes_option
+from harness.providers.selection import ProviderFlags, ProviderSelection
 from harness.studies.progress import Progress
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.runs import default_store_dir

@@ -1,5 +1,9 @@
 """The ``harness`` command line. Thin: it reads files, calls the library, prints, and exits.
 
+This package is the command-line layer: the root group here, one module per command or group
+beside it (each loaded on first use), and ``provider_options``, the options of every command that
+can call a provider. Nothing below it imports click.
+
 Every expected failure is a ``HarnessError`` caught once in ``_Main.invoke`` and printed as one
 line on stderr with its exit code; no traceback reaches the user for it.
 """
@@ -38,8 +42,8 @@ _SCHEMAS: Final[dict[str, Any]] = {
 
 
 def _static_group() -> click.Group:
-    from harness.studies.static._cli import add_static_commands
-    from harness.worlds._cli import static_group
+    from harness.cli.static import add_static_commands
+    from harness.cli.worlds import static_group
 
     root = click.Group()
     root.add_command(static_group)
@@ -48,9 +52,9 @@ def _static_group() -> click.Group:
 
 
 def _v2_group() -> click.Group:
-    from harness.studies.v2._cli import v2_group
-    from harness.studies.v2._report_cli import v2_compare_cmd, v2_report_cmd
-    from harness.studies.v2._show_cli import v2_cells_cmd, v2_show_cmd
+    from harness.cli.v2 import v2_group
+    from harness.cli.v2_report import v2_compare_cmd, v2_report_cmd
+    from harness.cli.v2_show import v2_cells_cmd, v2_show_cmd
 
     v2_group.add_command(v2_report_cmd)
     v2_group.add_command(v2_show_cmd)
@@ -60,73 +64,73 @@ def _v2_group() -> click.Group:
 
 
 def _audit() -> click.Command:
-    from harness._evidence_cli import audit_cmd
+    from harness.cli.evidence import audit_cmd
 
     return audit_cmd
 
 
 def _export() -> click.Command:
-    from harness._evidence_cli import export_cmd
+    from harness.cli.evidence import export_cmd
 
     return export_cmd
 
 
 def _fake_endpoint() -> click.Command:
-    from harness.providers._fake_cli import fake_endpoint_cmd
+    from harness.cli.fake_endpoint import fake_endpoint_cmd
 
     return fake_endpoint_cmd
 
 
 def _lock() -> click.Command:
-    from harness._evidence_cli import lock_cmd
+    from harness.cli.evidence import lock_cmd
 
     return lock_cmd
 
 
 def _mcp_proxy() -> click.Command:
-    from harness.mcp_proxy._cli import mcp_proxy_cmd
+    from harness.cli.mcp_proxy import mcp_proxy_cmd
 
     return mcp_proxy_cmd
 
 
 def _preflight() -> click.Command:
-    from preflight._cli import preflight_cmd
+    from harness.cli.preflight import preflight_cmd
 
     return preflight_cmd
 
 
 def _replay() -> click.Command:
-    from harness._evidence_cli import replay_cmd
+    from harness.cli.evidence import replay_cmd
 
     return replay_cmd
 
 
 def _sandbox() -> click.Command:
-    from harness.sandbox._cli import sandbox_group
+    from harness.cli.sandbox import sandbox_group
 
     return sandbox_group
 
 
 def _store() -> click.Command:
-    from harness.store._cli import store_group
+    from harness.cli.store import store_group
 
     return store_group
 
 
 def _stores() -> click.Command:
-    from harness.studies._stores_cli import stores_cmd
+    from harness.cli.stores import stores_cmd
 
     return stores_cmd
 
 
 def _tasks() -> click.Command:
-    from harness.worlds._cli import tasks_group
+    from harness.cli.worlds import tasks_group
 
     return tasks_group
 
 
 def _worlds() -> click.Command:
-    from harness.worlds._cli import worlds_group
+    from harness.cli.worlds import worlds_group
 
     return worlds_group
 
