@@ -28,7 +28,7 @@ from typing import Final, NoReturn
 
 from harness._credential_pipe import CREDENTIAL_FD_VARIABLE, inherited, take_inherited
 from harness.errors import StoppedError
-from harness.stopping import hold_at_exit, install
+from harness.stopping import hold_at_exit, install_signal_handlers
 
 __all__ = ["run"]
 
@@ -81,7 +81,7 @@ def run() -> None:
         from harness.cli import main
     except KeyboardInterrupt:
         _interrupted()
-    install()
+    install_signal_handlers()
     try:
         main()
     finally:

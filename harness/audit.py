@@ -54,8 +54,8 @@ from harness.errors import (
     UnsafeFileError,
 )
 from harness.preflight_report import REPORT_SCHEMA, decode_report
-from harness.privacy import Finding, KeyFinder, credential_findings, key_findings
-from harness.providers.audit import AttemptIntent, AttemptRecord, estimate_cost
+from harness.privacy import KeyFinder, KeyFinding, credential_findings, key_findings
+from harness.providers.attempts import AttemptIntent, AttemptRecord, estimate_cost
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, Role, infrastructure_cause
 from harness.run_identity import PROVIDER_KEY, provider_identity_of, read_identity
@@ -75,7 +75,7 @@ __all__ = [
     "AttemptRow",
     "AuditReport",
     "CostLine",
-    "Tally",
+    "AttemptTally",
     "audit_store",
     "render_audit",
     "study_kind",
@@ -86,7 +86,7 @@ _MAX_PROBLEMS_SHOWN: Final = 20
 _REASONS_SHOWN: Final = 3
 
 
-class Tally(msgspec.Struct, kw_only=True):
+class AttemptTally(msgspec.Struct, kw_only=True):
     """Attempt counts of one group (a role, a provider, or everything)."""
 
     attempts: int = 0
@@ -184,9 +184,9 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     bound_attempts: int
     orphaned: tuple[AttemptRow, ...]
     unbound: tuple[AttemptRow, ...]
-    total: Tally
-    by_role: dict[str, Tally]
-    by_provider: dict[str, Tally]
+    total: AttemptTally
+    by_role: dict[str, AttemptTally]
+    by_provider: dict[str, AttemptTally]
     failures_by_kind: dict[str, int]
     failure_reasons: dict[str, tuple[str, ...]]
     outage_cells: tuple[str, ...]
@@ -391,10 +391,10 @@ def _files(root: Path) -> Iterable[Path]:
 
 def _scan_credentials(
     root: Path, key: KeyFinder | None
-) -> tuple[int, int, list[Finding], list[Finding]]:
+) -> tuple[int, int, list[KeyFinding], list[KeyFinding]]:
     files = size = 0
-    findings: list[Finding] = []
-    keys: list[Finding] = []
+    findings: list[KeyFinding] = []
+    keys: list[KeyFinding] = []
     for path in _files(root):
         try:
             data = read_regular(path, MAX_READ, what=str(path))
@@ -457,9 +457,9 @@ def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -
     _bind(view, attempts, problems)
     _check_once(view, attempts, problems)
     bound_by_record = {record.seq: set(record.blobs) for record in view.cells}
-    total = Tally()
-    by_role: dict[str, Tally] = {}
-    by_provider: dict[str, Tally] = {}
+    total = AttemptTally()
+    by_role: dict[str, AttemptTally] = {}
+    by_provider: dict[str, AttemptTally] = {}
     kinds: Counter[str] = Counter()
     reasons: dict[str, Counter[str]] = {}
     latencies: list[float] = []
@@ -473,8 +473,8 @@ def audit_store(root: str | os.PathLike[str], *, key: KeyFinder | None = None) -
         h, b = _check_hashes(base, attempt, bound, problems)
         hashes, blobs = hashes + h, blobs + b
         total.add(record)
-        by_role.setdefault(record.role.value, Tally()).add(record)
-        by_provider.setdefault(record.provider.value, Tally()).add(record)
+        by_role.setdefault(record.role.value, AttemptTally()).add(record)
+        by_provider.setdefault(record.provider.value, AttemptTally()).add(record)
         if record.failure_kind is not None:
             kinds[record.failure_kind.value] += 1
             reasons.setdefault(record.failure_kind.value, Counter())[
@@ -626,7 +626,7 @@ def _row(attempt: _Attempt) -> AttemptRow:
     )
 
 
-def _tally_line(name: str, t: Tally) -> str:
+def _tally_line(name: str, t: AttemptTally) -> str:
     return (
         f"  {name:<10} {t.attempts:>6} {t.retries:>7} {t.succeeded:>9} {t.failed:>6} "
         f"{t.abandoned:>9} {t.tokens:>10} {t.latency_ms / 1000:>10.2f} {t.cost_usd:>12.6f}"

@@ -27,7 +27,7 @@ from harness.store import RunStore
 
 __all__ = [
     "REPORT_SCHEMA",
-    "Check",
+    "PreflightCheck",
     "CheckName",
     "PreflightReport",
     "decode_report",
@@ -51,7 +51,7 @@ class CheckName(StrEnum):
     PROVIDER = "provider"
 
 
-class Check(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class PreflightCheck(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One check's verdict and one line saying why."""
 
     name: CheckName
@@ -92,7 +92,7 @@ class PreflightReport(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     store_cells: int
     sandbox_backend: str | None
     sandbox_profile_digest: str | None
-    checks: tuple[Check, ...]
+    checks: tuple[PreflightCheck, ...]
 
     @property
     def ok(self) -> bool:

@@ -30,7 +30,7 @@ __all__ = [
     "GENERIC_ACCOUNTS",
     "KEY_FINDING",
     "LOCAL_PATH_PATTERNS",
-    "Finding",
+    "KeyFinding",
     "KeyFinder",
     "credential_findings",
     "key_findings",
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-class Finding(msgspec.Struct, frozen=True, kw_only=True):
+class KeyFinding(msgspec.Struct, frozen=True, kw_only=True):
     """One match: where (``label`` and byte ``offset``) and what kind; never the text itself."""
 
     label: str
@@ -88,16 +88,16 @@ LOCAL_PATH_PATTERNS: Final[tuple[tuple[str, re.Pattern[bytes]], ...]] = (
 
 def _scan(
     label: str, data: bytes, patterns: Iterable[tuple[str, re.Pattern[bytes]]]
-) -> list[Finding]:
+) -> list[KeyFinding]:
     found = [
-        Finding(label=label, offset=m.start(), kind=kind)
+        KeyFinding(label=label, offset=m.start(), kind=kind)
         for kind, pattern in patterns
         for m in pattern.finditer(data)
     ]
     return sorted(found, key=lambda f: (f.offset, f.kind))
 
 
-def credential_findings(label: str, data: bytes) -> list[Finding]:
+def credential_findings(label: str, data: bytes) -> list[KeyFinding]:
     """Every credential-shaped string in ``data`` (``label`` says where the bytes came from)."""
     return _scan(label, data, CREDENTIAL_PATTERNS)
 
@@ -114,9 +114,9 @@ class KeyFinder(Protocol):
         ...
 
 
-def key_findings(label: str, data: bytes, finder: KeyFinder) -> list[Finding]:
+def key_findings(label: str, data: bytes, finder: KeyFinder) -> list[KeyFinding]:
     """Every occurrence of the finder's key in ``data``."""
-    return [Finding(label=label, offset=o, kind=KEY_FINDING) for o in finder.offsets(data)]
+    return [KeyFinding(label=label, offset=o, kind=KEY_FINDING) for o in finder.offsets(data)]
 
 
 GENERIC_ACCOUNTS: Final = frozenset(
@@ -125,7 +125,7 @@ GENERIC_ACCOUNTS: Final = frozenset(
 """Account and host names that identify no one; matching them would flag ordinary words."""
 
 
-def local_findings(label: str, data: bytes, names: Iterable[str] = ()) -> list[Finding]:
+def local_findings(label: str, data: bytes, names: Iterable[str] = ()) -> list[KeyFinding]:
     """Local absolute paths in ``data``, and each of ``names`` (user, host) as a whole word.
 
     Names are matched case-insensitively. Names shorter than three characters, and the generic

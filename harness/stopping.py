@@ -3,11 +3,12 @@
 A study run stops cleanly on its first SIGINT/SIGTERM (its trio signal receiver cancels the work
 in flight, keeps every committed record and names the resume command). While it winds down a
 second signal must not cut that short: GNU ``timeout`` and many process managers send the signal
-twice (to the process, then to its group), and an impatient Ctrl-C does too. ``install`` (called
-once by the console entry point) sets handlers that, once ``request_stop`` was called, write one
-line and ignore the signal; before that, SIGINT raises ``KeyboardInterrupt`` as Python's default
-does and SIGTERM ends the process as the default action would. ``hold_at_exit`` keeps a repeat
-from ending the process by the signal during the interpreter's own shutdown.
+twice (to the process, then to its group), and an impatient Ctrl-C does too.
+``install_signal_handlers`` (called once by the console entry point) sets handlers that, once
+``request_stop`` was called, write one line and ignore the signal; before that, SIGINT raises
+``KeyboardInterrupt`` as Python's default does and SIGTERM ends the process as the default action
+would. ``hold_at_exit`` keeps a repeat from ending the process by the signal during the
+interpreter's own shutdown.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import threading
 from types import FrameType
 
-__all__ = ["hold_at_exit", "install", "request_stop", "stop_requested"]
+__all__ = ["hold_at_exit", "install_signal_handlers", "request_stop", "stop_requested"]
 
 _STOPPING = threading.Event()
 _NOTE = b"harness: already stopping; the run ends at its next safe point\n"
@@ -43,7 +44,7 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
     os.kill(os.getpid(), signum)
 
 
-def install() -> None:
+def install_signal_handlers() -> None:
     """Set the SIGINT and SIGTERM handlers of this process (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         return

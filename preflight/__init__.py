@@ -18,8 +18,8 @@ run beyond whether it may start.
 
 from harness.preflight_report import (
     REPORT_SCHEMA,
-    Check,
     CheckName,
+    PreflightCheck,
     PreflightReport,
     decode_report,
     encode_report,
@@ -30,7 +30,7 @@ from preflight._schedule import ScheduleSource
 
 __all__ = [
     "REPORT_SCHEMA",
-    "Check",
+    "PreflightCheck",
     "CheckName",
     "PreflightReport",
     "ProviderChoice",

@@ -40,7 +40,7 @@ from harness.canonical import Domain, canonical_bytes
 from harness.canonical import digest as digest_of
 from harness.errors import HarnessError, ProviderSelectionError
 from harness.lock import FileRole, StudyLock, build_lock, compare_locks, file_digest, read_lock
-from harness.preflight_report import Check, CheckName, PreflightReport
+from harness.preflight_report import CheckName, PreflightCheck, PreflightReport
 from harness.providers import (
     GenerationConfig,
     ProviderName,
@@ -50,7 +50,7 @@ from harness.providers import (
     select_provider,
 )
 from harness.providers.credentials import AMBIENT_PREFIXES
-from harness.sandbox import ChildBackend, Verdict, open_backend, run_probes
+from harness.sandbox import ChildBackend, ProbeVerdict, open_backend, run_probes
 from harness.store import StoreState, check_store_for_run, lock_digest, schedule_digest
 from preflight._schedule import ScheduleSource
 
@@ -151,19 +151,21 @@ class _Run:
         self.sandbox_digest: str | None = None
 
 
-def _check_lock(run: _Run, root: Path | None) -> Check:
+def _check_lock(run: _Run, root: Path | None) -> PreflightCheck:
     try:
         lock, data = read_lock(run.lock_path)
     except _FAILURES as e:
-        return Check(name=CheckName.LOCK, ok=False, detail=str(e))
+        return PreflightCheck(name=CheckName.LOCK, ok=False, detail=str(e))
     run.lock, run.lock_bytes = lock, data
     try:
         expected = build_lock(root)
     except _FAILURES as e:
-        return Check(name=CheckName.LOCK, ok=False, detail=f"cannot lock the code on disk: {e}")
+        return PreflightCheck(
+            name=CheckName.LOCK, ok=False, detail=f"cannot lock the code on disk: {e}"
+        )
     differences = compare_locks(expected, lock)
     if differences:
-        return Check(
+        return PreflightCheck(
             name=CheckName.LOCK,
             ok=False,
             detail=(
@@ -171,7 +173,7 @@ def _check_lock(run: _Run, root: Path | None) -> Check:
                 f"{_listed(differences)}"
             ),
         )
-    return Check(
+    return PreflightCheck(
         name=CheckName.LOCK,
         ok=True,
         # No path in a passing check: the report is kept (hashed) in the store, and the same
@@ -198,7 +200,7 @@ def _decode_rows(data: bytes, shown: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _check_schedule(run: _Run, source: ScheduleSource) -> Check:
+def _check_schedule(run: _Run, source: ScheduleSource) -> PreflightCheck:
     try:
         data = run.schedule_path.read_bytes()
         rows = _decode_rows(data, run.schedule_path)
@@ -210,7 +212,7 @@ def _check_schedule(run: _Run, source: ScheduleSource) -> Check:
             if isinstance(e, OSError)
             else str(e)
         )
-        return Check(name=CheckName.SCHEDULE, ok=False, detail=detail)
+        return PreflightCheck(name=CheckName.SCHEDULE, ok=False, detail=detail)
     problems = []
     if run.lock is None:
         problems.append("the lock is unreadable, so the schedule cannot be matched to it")
@@ -232,8 +234,8 @@ def _check_schedule(run: _Run, source: ScheduleSource) -> Check:
         if canonical_bytes(list(regenerated)) != canonical_bytes(rows):
             problems.append(_row_difference(rows, list(regenerated)))
     if problems:
-        return Check(name=CheckName.SCHEDULE, ok=False, detail=_listed(problems))
-    return Check(
+        return PreflightCheck(name=CheckName.SCHEDULE, ok=False, detail=_listed(problems))
+    return PreflightCheck(
         name=CheckName.SCHEDULE,
         ok=True,
         detail=(
@@ -255,9 +257,9 @@ def _row_difference(rows: list[dict[str, Any]], regenerated: list[Mapping[str, A
     return "the schedule differs from its regeneration"  # same rows, other encoding
 
 
-def _check_store(run: _Run) -> Check:
+def _check_store(run: _Run) -> PreflightCheck:
     if run.lock_bytes is None or run.schedule_digest is None:
-        return Check(
+        return PreflightCheck(
             name=CheckName.STORE,
             ok=False,
             detail="cannot judge the store: the lock or the schedule is unreadable",
@@ -269,12 +271,12 @@ def _check_store(run: _Run) -> Check:
             schedule_digest=run.schedule_digest,
         )
     except _FAILURES as e:
-        return Check(name=CheckName.STORE, ok=False, detail=str(e))
+        return PreflightCheck(name=CheckName.STORE, ok=False, detail=str(e))
     run.store_state, run.store_cells = found.state, found.cells
-    return Check(name=CheckName.STORE, ok=bool(found), detail=found.reason)
+    return PreflightCheck(name=CheckName.STORE, ok=bool(found), detail=found.reason)
 
 
-def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> Check:
+def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> PreflightCheck:
     ambient = sorted(name for name in environ if name.upper().startswith(AMBIENT_PREFIXES))
     unused = (
         f"; ambient {', '.join(ambient)} {'is' if len(ambient) == 1 else 'are'} never used"
@@ -282,22 +284,24 @@ def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> Che
         else ""
     )
     if isinstance(choice, ProviderSelectionError):
-        return Check(name=CheckName.CREDENTIAL, ok=False, detail=f"{choice}{unused}")
+        return PreflightCheck(name=CheckName.CREDENTIAL, ok=False, detail=f"{choice}{unused}")
     if choice.provider is ProviderName.SIMULATED:
-        return Check(
+        return PreflightCheck(
             name=CheckName.CREDENTIAL,
             ok=True,
             detail=f"simulated provider: no credential, no network{unused}",
         )
     source = choice.credential
     if source is None and choice.provider is ProviderName.OPENAI:
-        return Check(
+        return PreflightCheck(
             name=CheckName.CREDENTIAL,
             ok=True,
             detail=f"openai: no credential (--no-credential: no key is sent){unused}",
         )
     if source is None:  # ProviderSelection guarantees one for gemini
-        return Check(name=CheckName.CREDENTIAL, ok=False, detail="gemini needs a credential")
+        return PreflightCheck(
+            name=CheckName.CREDENTIAL, ok=False, detail="gemini needs a credential"
+        )
     if source.kind == "env" and source.name.upper().startswith(AMBIENT_PREFIXES):
         named = f"the explicitly named variable {source.name}"
     else:
@@ -306,8 +310,8 @@ def _check_credential(choice: ProviderChoice, environ: Mapping[str, str]) -> Che
         # A copy: checking must not remove the named variable from the real environment.
         load_credential(source, dict(environ))
     except _FAILURES as e:
-        return Check(name=CheckName.CREDENTIAL, ok=False, detail=f"{e}{unused}")
-    return Check(
+        return PreflightCheck(name=CheckName.CREDENTIAL, ok=False, detail=f"{e}{unused}")
+    return PreflightCheck(
         name=CheckName.CREDENTIAL,
         ok=True,
         detail=f"{choice.provider.value}: one key from {named} (the only source used){unused}",
@@ -323,23 +327,23 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def _check_config(run: _Run, config: GenerationConfig) -> Check:
+def _check_config(run: _Run, config: GenerationConfig) -> PreflightCheck:
     digest = config_digest(config)
     if run.lock is None:
-        return Check(
+        return PreflightCheck(
             name=CheckName.GENERATION_CONFIG,
             ok=False,
             detail="the lock is unreadable, so the generation config cannot be matched to it",
         )
     locked = run.lock.generation_config
     if digest_of(Domain.CONFIG, locked.config) != locked.digest:
-        return Check(
+        return PreflightCheck(
             name=CheckName.GENERATION_CONFIG,
             ok=False,
             detail="the lock's generation config does not hash to the digest it records",
         )
     if digest == locked.digest:
-        return Check(
+        return PreflightCheck(
             name=CheckName.GENERATION_CONFIG,
             ok=True,
             detail=f"the run uses the frozen generation config ({digest})",
@@ -351,14 +355,14 @@ def _check_config(run: _Run, config: GenerationConfig) -> Check:
         for key in sorted(mine.keys() | frozen.keys())
         if mine.get(key) != frozen.get(key)
     ]
-    return Check(
+    return PreflightCheck(
         name=CheckName.GENERATION_CONFIG,
         ok=False,
         detail=f"the generation config is not the frozen one: {_listed(changed)}",
     )
 
 
-def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> Check:
+def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> PreflightCheck:
     try:
         backend = opener()
         info = backend.describe()
@@ -367,7 +371,9 @@ def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> Check:
         store = run.store_dir if run.store_dir.is_dir() else None
         report = run_probes(backend, store_dir=store)
     except _FAILURES as e:
-        return Check(name=CheckName.SANDBOX, ok=False, detail=f"cannot sandbox tool calls: {e}")
+        return PreflightCheck(
+            name=CheckName.SANDBOX, ok=False, detail=f"cannot sandbox tool calls: {e}"
+        )
     problems = []
     if run.lock is not None:
         role = FileRole.SANDBOX_POLICY if info.backend == "linux" else FileRole.SANDBOX_PROFILE
@@ -383,17 +389,17 @@ def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> Check:
                 )
     else:
         problems.append("the lock is unreadable, so the sandbox policy cannot be matched to it")
-    if report.positive_control.verdict is not Verdict.PASSED:
+    if report.positive_control.verdict is not ProbeVerdict.PASSED:
         problems.append(f"the positive control failed: {report.positive_control.ground_truth}")
     elif not report.ok:
-        held = (Verdict.DENIED, Verdict.NOT_APPLICABLE)
+        held = (ProbeVerdict.DENIED, ProbeVerdict.NOT_APPLICABLE)
         bad = [f"{p.name} {p.verdict.value}" for p in report.probes if p.verdict not in held]
         problems.append(
             "denial probes not denied: " + (", ".join(bad) or "a required target was absent")
         )
     if problems:
-        return Check(name=CheckName.SANDBOX, ok=False, detail=_listed(problems))
-    return Check(
+        return PreflightCheck(name=CheckName.SANDBOX, ok=False, detail=_listed(problems))
+    return PreflightCheck(
         name=CheckName.SANDBOX,
         ok=True,
         detail=(
@@ -403,9 +409,11 @@ def _check_sandbox(run: _Run, opener: Callable[[], ChildBackend]) -> Check:
     )
 
 
-def _check_provider(credential: Check, probe: Callable[[], tuple[bool, str]]) -> Check:
+def _check_provider(
+    credential: PreflightCheck, probe: Callable[[], tuple[bool, str]]
+) -> PreflightCheck:
     if not credential.ok:
-        return Check(
+        return PreflightCheck(
             name=CheckName.PROVIDER,
             ok=False,
             detail="not attempted: the credential check failed",
@@ -413,8 +421,8 @@ def _check_provider(credential: Check, probe: Callable[[], tuple[bool, str]]) ->
     try:
         ok, detail = probe()
     except _FAILURES as e:
-        return Check(name=CheckName.PROVIDER, ok=False, detail=str(e))
-    return Check(name=CheckName.PROVIDER, ok=ok, detail=detail)
+        return PreflightCheck(name=CheckName.PROVIDER, ok=False, detail=str(e))
+    return PreflightCheck(name=CheckName.PROVIDER, ok=ok, detail=detail)
 
 
 def run_preflight(
@@ -481,7 +489,7 @@ def run_preflight(
         store_cells=run.store_cells,
         sandbox_backend=run.sandbox_backend,
         sandbox_profile_digest=run.sandbox_digest,
-        checks=tuple(Check(name=c.name, ok=c.ok, detail=scrub(c.detail)) for c in checks),
+        checks=tuple(PreflightCheck(name=c.name, ok=c.ok, detail=scrub(c.detail)) for c in checks),
     )
 
 

@@ -28,7 +28,7 @@ from harness.benchmark.build import build_benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.providers import default_generation_config, memory_audit, select_provider
 from harness.providers.simulated import SimulatedProvider
-from harness.studies.static.analysis import analyse, load_run
+from harness.studies.static.analysis import analyze, load_run
 from harness.studies.static.figure import render_figure
 from harness.studies.static.report import (
     render_endpoints,
@@ -116,7 +116,7 @@ def warm_stages() -> dict[str, float]:
         run = load_run(out)
         stages["report: load and check records"] = clock() - t
         t = clock()
-        results = analyse(run)
+        results = analyze(run)
         stages["report: endpoints, H1 (2 x 10,000 bootstraps), UCR intervals, Table 3"] = (
             clock() - t
         )

@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.log import configure
 from harness.providers import SimulatedProvider
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.sandbox import open_backend
 from harness.store import RunStore, finalize_store
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, load_config

@@ -24,7 +24,7 @@ from harness.worlds.world import Split, split_of, world_digest
 
 __all__ = [
     "MANIFEST_PATH",
-    "Manifest",
+    "BenchmarkManifest",
     "SnapshotEntry",
     "TaskEntry",
     "WorldEntry",
@@ -74,7 +74,7 @@ class SnapshotEntry(_Entry, frozen=True, kw_only=True):
     digest: str
 
 
-class Manifest(_Entry, frozen=True, kw_only=True):
+class BenchmarkManifest(_Entry, frozen=True, kw_only=True):
     """The whole pinned manifest; ``digest`` covers every other field."""
 
     schema_version: Literal[1] = 1
@@ -85,9 +85,9 @@ class Manifest(_Entry, frozen=True, kw_only=True):
     digest: str = ""
 
 
-def manifest_of(bench: Benchmark) -> Manifest:
+def manifest_of(bench: Benchmark) -> BenchmarkManifest:
     """The manifest of a built benchmark."""
-    body = Manifest(
+    body = BenchmarkManifest(
         worlds=tuple(
             WorldEntry(world_id=w.world_id, split=split_of(w.world_id), digest=world_digest(w))
             for w in bench.worlds
@@ -124,12 +124,12 @@ def _snapshot_entry(s: Any) -> SnapshotEntry:
     )
 
 
-def manifest_bytes(manifest: Manifest) -> bytes:
+def manifest_bytes(manifest: BenchmarkManifest) -> bytes:
     """The committed file's bytes: canonical JSON (sorted keys), indented, newline-terminated."""
     return msgspec.json.format(canonical_bytes(manifest), indent=2) + b"\n"
 
 
-def check_manifest(bench: Benchmark, path: Path = MANIFEST_PATH) -> Manifest:
+def check_manifest(bench: Benchmark, path: Path = MANIFEST_PATH) -> BenchmarkManifest:
     """Compare the pinned manifest at ``path`` with ``bench``; return the manifest when equal.
 
     Raises:
@@ -144,7 +144,7 @@ def check_manifest(bench: Benchmark, path: Path = MANIFEST_PATH) -> Manifest:
     if pinned_bytes == manifest_bytes(current):
         return current
     try:
-        pinned = msgspec.json.decode(pinned_bytes, type=Manifest)
+        pinned = msgspec.json.decode(pinned_bytes, type=BenchmarkManifest)
     except msgspec.DecodeError as e:
         raise ManifestMismatchError(f"pinned manifest {str(path)!r} is malformed: {e}") from e
     for field in ("worlds", "tasks", "static_snapshots", "v2_snapshots"):

@@ -35,7 +35,7 @@ from harness.studies.v2.export import export_bundle
 from harness.studies.v2.replay import render_replay, replay_store
 from harness.terminal import echo, json_out
 
-__all__ = ["COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
+__all__ = ["EVIDENCE_COMMANDS", "audit_cmd", "export_cmd", "lock_cmd", "replay_cmd"]
 
 
 @click.command("lock")
@@ -254,4 +254,4 @@ def export_cmd(
     echo(f"replay: {manifest.replay}")
 
 
-COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd, export_cmd)
+EVIDENCE_COMMANDS: Final = (lock_cmd, preflight_cmd, audit_cmd, replay_cmd, export_cmd)

@@ -19,7 +19,7 @@ from harness.errors import PreflightFailedError
 from harness.lock import study_generation_config
 from harness.preflight_report import encode_report
 from harness.providers import GenerationConfig, ProviderName, ProviderSelection
-from harness.providers.audit import memory_audit
+from harness.providers.attempts import memory_audit
 from harness.providers.selection import open_provider, probe_provider
 from harness.studies.v2.schedule import canonical_schedule
 from harness.terminal import echo, json_out

@@ -25,7 +25,7 @@ from harness.store import VerifyStatus
 from harness.studies.provenance import REQUIRE_ENVIRONMENT_HELP
 from harness.studies.runs import default_store_dir
 from harness.studies.v2.study import (
-    Outcome,
+    RunOutcome,
     execute,
     read_results,
     status_lines,
@@ -65,7 +65,7 @@ def _require_environment_option(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
-def _echo_outcome(store: Path, outcome: Outcome) -> None:
+def _echo_outcome(store: Path, outcome: RunOutcome) -> None:
     report = outcome.report
     if outcome.complete:
         echo(f"complete: {report.done} cells, manifest {outcome.manifest}")

@@ -15,7 +15,7 @@ from harness.worlds.admission import build_tasks
 from harness.worlds.export import export_snapshots
 from harness.worlds.world import SPLITS, World, generate_world, world_digest
 
-__all__ = ["COMMANDS", "static_group", "tasks_group", "worlds_group"]
+__all__ = ["WORLD_COMMANDS", "static_group", "tasks_group", "worlds_group"]
 
 
 def _split_label(world_id: str) -> str:
@@ -118,4 +118,4 @@ def export_cmd(out: Path, split: str) -> None:
     echo(f"wrote {count} snapshot folders to {out}")
 
 
-COMMANDS: Final = (worlds_group, tasks_group, static_group)
+WORLD_COMMANDS: Final = (worlds_group, tasks_group, static_group)

@@ -26,7 +26,7 @@ from harness.ect.model import (
     receipt_digest,
     value_hash,
 )
-from harness.ect.reasons import Family, ReasonCode, family_of
+from harness.ect.reasons import ReasonCode, ReasonFamily, family_of
 from harness.ect.transforms import OPS, Transform, replay, values_match
 from harness.ect.verifier import ALL_CHECKS, Check, check_of, verify
 
@@ -40,7 +40,7 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Decision",
-    "Family",
+    "ReasonFamily",
     "Finding",
     "Ledger",
     "ReasonCode",

@@ -9,10 +9,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["FAMILY_ORDER", "Family", "ReasonCode", "family_of"]
+__all__ = ["FAMILY_ORDER", "ReasonFamily", "ReasonCode", "family_of"]
 
 
-class Family(StrEnum):
+class ReasonFamily(StrEnum):
     """Check families in the order Algorithm 1 applies them."""
 
     ADAPTER = "ADAPTER"
@@ -25,7 +25,7 @@ class Family(StrEnum):
     INTERNAL = "INTERNAL"
 
 
-FAMILY_ORDER: Final = tuple(Family)
+FAMILY_ORDER: Final = tuple(ReasonFamily)
 
 
 class ReasonCode(StrEnum):
@@ -95,11 +95,11 @@ class ReasonCode(StrEnum):
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
     @property
-    def family(self) -> Family:
+    def family(self) -> ReasonFamily:
         """The check family this code belongs to."""
         return family_of(self)
 
 
-def family_of(code: ReasonCode) -> Family:
+def family_of(code: ReasonCode) -> ReasonFamily:
     """Return the family of ``code`` (its prefix before the first underscore)."""
-    return Family(code.value.split("_", 1)[0])
+    return ReasonFamily(code.value.split("_", 1)[0])

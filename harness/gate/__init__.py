@@ -5,15 +5,15 @@
 - ``Extractor``, ``Observation``, ``ToolResult``: what an integrator writes for a tool
   (``extract``); ``ExtractorSpec`` and the gate contract file: the same as data (``spec``);
 - ``reverify`` and ``export_record``: decide a run again offline, write ``harness verify`` files
-  (``audit``); ``catalog_sources``: the benchmark's tools (``catalog``).
+  (``reverify``); ``catalog_sources``: the benchmark's tools (``catalog``).
 
 The framework adapters live in ``harness.integrations`` (extras). See docs/gate.md.
 """
 
-from harness.gate.audit import Reverified, export_record, reverify, submission_files
 from harness.gate.catalog import catalog_sources
 from harness.gate.extract import Extractor, Observation, ToolResult, receipts_of
 from harness.gate.feedback import MAX_FEEDBACK_CHARS, feedback_text, instructions
+from harness.gate.reverify import Reverified, export_record, reverify, submission_files
 from harness.gate.session import (
     DEFAULT_MAX_REFUSALS,
     MAX_MODEL_INPUT_BYTES,

@@ -18,7 +18,7 @@ from harness.ect.model import Verdict
 from harness.policies.decision import DecisionSource, PolicyDecision, attempt_id, view_digest
 from harness.policies.reasons import PolicyReason
 from harness.policies.view import SnapshotView
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.critic import (
     CriticDecision,
     CriticView,

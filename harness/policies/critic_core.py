@@ -27,7 +27,7 @@ from harness.policies.decision import DecisionSource, PolicyDecision
 from harness.policies.reasons import PolicyReason
 from harness.policies.signals import carries_completion_token, has_final_response, trailing_repeats
 from harness.policies.view import SnapshotView
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.config import GenerationConfig
 from harness.providers.critic import critic_request
 from harness.providers.protocol import Provider

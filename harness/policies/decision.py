@@ -21,7 +21,7 @@ import msgspec
 from harness.canonical import Domain, digest
 from harness.ect.model import Verdict
 from harness.policies.view import SnapshotView
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 
 __all__ = [
     "DecisionSource",

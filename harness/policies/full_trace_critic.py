@@ -15,7 +15,7 @@ from __future__ import annotations
 from harness.policies._model_call import ask_critic, cell_id_for, critic_view_of
 from harness.policies.decision import PolicyDecision
 from harness.policies.view import SnapshotView
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.config import GenerationConfig
 from harness.providers.critic import critic_request
 from harness.providers.protocol import Provider

@@ -13,7 +13,7 @@ This package does not decide anything about termination (that is the policies' j
 not persist anything itself (the run store implements ``AttemptJournal`` and ``BlobSink``).
 """
 
-from harness.providers.audit import (
+from harness.providers.attempts import (
     AttemptIntent,
     AttemptJournal,
     AttemptRecord,
@@ -59,7 +59,6 @@ from harness.providers.selection import (
     select_provider,
 )
 from harness.providers.simulated import RoleBehaviour, SimulatedProvider, default_behaviours
-from harness.providers.stream import Stream
 
 __all__ = [
     "FULL_TRACE_CRITIC_SEED",
@@ -91,7 +90,6 @@ __all__ = [
     "RoleLimits",
     "SimulatedProvider",
     "SimulatedSettings",
-    "Stream",
     "Usage",
     "config_digest",
     "decode_generation_config",

@@ -39,7 +39,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harness.providers._capture import Capture, CapturingTransport
-from harness.providers.audit import Usage
+from harness.providers.attempts import Usage
 from harness.providers.config import GeminiSettings, GenerationConfig, PriceTable
 from harness.providers.credentials import Credential, scrub_ambient
 from harness.providers.endpoint import PUBLIC_BASE_URL, check_base_url

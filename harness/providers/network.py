@@ -38,7 +38,7 @@ from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.json_schema import validate_response
 from harness.log import get_logger
 from harness.providers._capture import AttemptDeadlineError, Capture, bind, unbind
-from harness.providers.audit import (
+from harness.providers.attempts import (
     AttemptIntent,
     AttemptRecord,
     Audit,

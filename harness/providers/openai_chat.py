@@ -33,7 +33,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from harness.providers._capture import Capture, CapturingTransport
-from harness.providers.audit import Usage
+from harness.providers.attempts import Usage
 from harness.providers.config import GenerationConfig, PriceTable, RoleLimits
 from harness.providers.credentials import Credential, scrub_ambient
 from harness.providers.endpoint import check_base_url

@@ -21,7 +21,7 @@ from collections import deque
 import msgspec
 import trio
 
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.credentials import KeyScan
 from harness.providers.kinds import ProviderName
 from harness.providers.protocol import Provider, ProviderRequest, ProviderResult

@@ -34,7 +34,7 @@ import msgspec
 from harness.canonical import Domain, digest_bytes
 from harness.errors import ProviderSelectionError
 from harness.json_schema import validate_response
-from harness.providers.audit import AttemptIntent, Audit, Usage, detail_line, schema_detail
+from harness.providers.attempts import AttemptIntent, Audit, Usage, detail_line, schema_detail
 from harness.providers.config import PriceTable
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.limits import KEPT_PREFIX_BYTES, MAX_REPLY_BYTES

@@ -22,7 +22,7 @@ import msgspec
 from harness.canonical import Domain, digest
 from harness.errors import ResponseSchemaError
 from harness.json_schema import check_response_schema
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.config import GenerationConfig, check_seed
 from harness.providers.kinds import FailureKind, ProviderName, Role
 

@@ -33,7 +33,7 @@ import msgspec
 
 from harness.errors import ProviderSelectionError
 from harness.extras import require_extra
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.config import (
     GenerationConfig,
     PriceTable,

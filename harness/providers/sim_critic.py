@@ -23,7 +23,7 @@ import msgspec
 from harness.errors import SimulatedViewError
 from harness.providers.critic import CriticDecision, CriticView
 from harness.providers.protocol import ProviderRequest
-from harness.providers.stream import Stream
+from harness.streams import KeyedStream
 
 __all__ = ["PermissiveCritic"]
 
@@ -46,7 +46,7 @@ class PermissiveCritic:
         """``permissive-critic.v1``."""
         return "permissive-critic.v1"
 
-    def respond(self, request: ProviderRequest, stream: Stream) -> dict[str, Any]:
+    def respond(self, request: ProviderRequest, stream: KeyedStream) -> dict[str, Any]:
         """Judge the answer in ``request.view``.
 
         Raises:

@@ -51,7 +51,7 @@ from harness.providers.planner import (
     PlannerView,
 )
 from harness.providers.protocol import ProviderRequest
-from harness.providers.stream import Stream
+from harness.streams import KeyedStream
 
 __all__ = ["FalliblePlanner"]
 
@@ -99,7 +99,7 @@ class _Claim(msgspec.Struct, kw_only=True):
 class _Turn:
     """One decision: the view digested into what the planner needs, and its draws."""
 
-    def __init__(self, view: PlannerView, params: PlannerBehaviour, stream: Stream) -> None:
+    def __init__(self, view: PlannerView, params: PlannerBehaviour, stream: KeyedStream) -> None:
         self.view = view
         self.params = params
         self.stream = stream
@@ -332,7 +332,7 @@ class FalliblePlanner:
         """``fallible-planner.v1``."""
         return "fallible-planner.v1"
 
-    def respond(self, request: ProviderRequest, stream: Stream) -> dict[str, Any]:
+    def respond(self, request: ProviderRequest, stream: KeyedStream) -> dict[str, Any]:
         """Choose the next action for the view in ``request``.
 
         Raises:

@@ -1,10 +1,11 @@
 """The simulated provider: a deterministic, seeded stand-in for an LLM (clearly not one).
 
 It lets every study run end to end with no network and no credential. It answers a request by
-handing it to the *role behaviour* registered for the request's role, together with a ``Stream``
-keyed by (seed, cell id, role, prompt id, conversation state), where the state is the digest of
-the rendered messages and the view. Same request, same bytes, on every machine; a different seed
-or a changed conversation gives independent draws.
+handing it to the *role behaviour* registered for the request's role, together with a
+``harness.streams.KeyedStream`` (``sim.stream.v1``) keyed by (seed, cell id, role, prompt id,
+conversation state), where the state is the digest of the rendered messages and the view. Same
+request, same bytes, on every machine; a different seed or a changed conversation gives
+independent draws.
 
 Its output goes through the same schema validation as a real model's, and every attempt is
 journaled and recorded like one, with ``provider="simulated"``, ``simulated=True``, the
@@ -35,12 +36,12 @@ from harness.canonical import Domain, canonical_bytes, digest, digest_bytes
 from harness.errors import SimulatedBehaviourMissingError
 from harness.json_schema import validate_response
 from harness.log import get_logger
-from harness.providers.audit import AttemptIntent, Audit, Usage, estimate_cost, schema_detail
+from harness.providers.attempts import AttemptIntent, Audit, Usage, estimate_cost, schema_detail
 from harness.providers.kinds import AttemptStatus, FailureKind, ProviderName, Role
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.providers.sim_critic import PermissiveCritic
 from harness.providers.sim_planner import FalliblePlanner
-from harness.providers.stream import Stream
+from harness.streams import KeyedStream
 
 __all__ = [
     "RoleBehaviour",
@@ -61,7 +62,7 @@ class RoleBehaviour(Protocol):
         """Versioned behaviour id, e.g. ``permissive-critic.v1`` (recorded in the audit)."""
         ...
 
-    def respond(self, request: ProviderRequest, stream: Stream) -> dict[str, Any]:
+    def respond(self, request: ProviderRequest, stream: KeyedStream) -> dict[str, Any]:
         """The output object for ``request``, drawn only from ``stream``.
 
         Raises:
@@ -83,13 +84,13 @@ def default_behaviours() -> dict[Role, RoleBehaviour]:
     return {Role.CRITIC: PermissiveCritic(), Role.PLANNER: FalliblePlanner()}
 
 
-def request_stream(request: ProviderRequest) -> Stream:
+def request_stream(request: ProviderRequest) -> KeyedStream:
     """The stream for ``request``: keyed by seed, cell, role, prompt and conversation state."""
     state = digest(
         Domain.STREAM,
         {"messages": request.messages, "view": request.view},
     )
-    return Stream(
+    return KeyedStream(
         {
             "cell_id": request.cell_id,
             "prompt_id": request.prompt_id,

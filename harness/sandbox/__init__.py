@@ -23,7 +23,7 @@ from harness.sandbox._policy import (
     load_linux_policy,
     profile_digest,
 )
-from harness.sandbox._probes import ProbeReport, ProbeResult, Verdict, render_table, run_probes
+from harness.sandbox._probes import ProbeReport, ProbeResult, ProbeVerdict, render_table, run_probes
 from harness.sandbox._result import BackendInfo, Outcome, RunResult, ToolCallResult
 from harness.sandbox._sbpl import check_profile
 from harness.sandbox._seatbelt import SeatbeltBackend
@@ -40,7 +40,7 @@ __all__ = [
     "RunResult",
     "SeatbeltBackend",
     "ToolCallResult",
-    "Verdict",
+    "ProbeVerdict",
     "check_profile",
     "default_linux_policy_path",
     "default_project_root",

@@ -60,7 +60,7 @@ __all__ = [
     "landlock_abi",
     "missing_scopes",
     "patch_pid",
-    "prepare",
+    "confine_child",
     "prepare_seccomp",
 ]
 
@@ -659,7 +659,7 @@ def _check_rlimits(applied: list[tuple[int, tuple[int, int]]]) -> None:
             raise ConfineError(f"self-check: resource limit {which} is not {limits}")
 
 
-def prepare(policy: dict[str, Any]) -> None:
+def confine_child(policy: dict[str, Any]) -> None:
     """Do once, in a zygote before it forks, what every child's :func:`apply` would redo."""
     _libc()
     if policy["seccomp"] is not None:

@@ -67,7 +67,14 @@ from harness.sandbox._policy import NO_TASK_CAP
 from harness.sandbox._result import BackendInfo, RunResult
 from harness.sandbox._runner import child_env
 
-__all__ = ["PROBE_NAMES", "ProbeReport", "ProbeResult", "Verdict", "render_table", "run_probes"]
+__all__ = [
+    "PROBE_NAMES",
+    "ProbeReport",
+    "ProbeResult",
+    "ProbeVerdict",
+    "render_table",
+    "run_probes",
+]
 
 PROBE_TIMEOUT_S: Final = 30.0
 _PROBE_CHILD: Final = Path(__file__).resolve().parent / "_probe_child.py"
@@ -156,7 +163,7 @@ _ZYGOTE_FD_KINDS: Final = ("/dev/null", "socket:[", "anon_inode:[pidfd]", "anon_
 _log = get_logger("harness.sandbox")
 
 
-class Verdict(StrEnum):
+class ProbeVerdict(StrEnum):
     """A probe's verdict. Wire strings are stable."""
 
     DENIED = "denied"
@@ -174,7 +181,7 @@ class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     target: str
-    verdict: Verdict
+    verdict: ProbeVerdict
     ground_truth: str
     child_saw: str
 
@@ -190,13 +197,13 @@ class ProbeReport(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def ok(self) -> bool:
         """Positive control passed and every probe denied (optional targets may be absent)."""
-        if self.positive_control.verdict is not Verdict.PASSED:
+        if self.positive_control.verdict is not ProbeVerdict.PASSED:
             return False
         if tuple(p.name for p in self.probes) != PROBE_NAMES:
             return False
         return all(
-            p.verdict is Verdict.DENIED
-            or (p.verdict is Verdict.NOT_APPLICABLE and p.name in _OPTIONAL)
+            p.verdict is ProbeVerdict.DENIED
+            or (p.verdict is ProbeVerdict.NOT_APPLICABLE and p.name in _OPTIONAL)
             for p in self.probes
         )
 
@@ -205,7 +212,7 @@ class ProbeReport(msgspec.Struct, frozen=True, kw_only=True):
 
     def allowed(self) -> list[str]:
         """Names of the probes that got through."""
-        return [p.name for p in self.probes if p.verdict is Verdict.ALLOWED]
+        return [p.name for p in self.probes if p.verdict is ProbeVerdict.ALLOWED]
 
 
 class _Snapshot(msgspec.Struct, frozen=True):
@@ -872,7 +879,7 @@ def run_probes(
     control = ProbeResult(
         name="positive_control",
         target="echo tool call",
-        verdict=Verdict.PASSED if why is None else Verdict.FAILED,
+        verdict=ProbeVerdict.PASSED if why is None else ProbeVerdict.FAILED,
         ground_truth="the reply equals the arguments" if why is None else why,
         child_saw="",
     )
@@ -882,7 +889,7 @@ def run_probes(
             ProbeResult(
                 name=n,
                 target="",
-                verdict=Verdict.INCONCLUSIVE,
+                verdict=ProbeVerdict.INCONCLUSIVE,
                 ground_truth="not run: the positive control failed",
                 child_saw="",
             )
@@ -999,16 +1006,16 @@ def _probe(  # noqa: C901 - the probe run and every judgement, in the order they
     ) -> None:
         saw = attempts.get(name, "no report")
         if not applicable:
-            verdict, truth = Verdict.NOT_APPLICABLE, why_not
+            verdict, truth = ProbeVerdict.NOT_APPLICABLE, why_not
         elif inconclusive is not None and not breached:
-            verdict, truth = Verdict.INCONCLUSIVE, inconclusive
+            verdict, truth = ProbeVerdict.INCONCLUSIVE, inconclusive
         elif breached:
-            verdict, truth = Verdict.ALLOWED, breached
+            verdict, truth = ProbeVerdict.ALLOWED, breached
         elif not complete:
-            verdict = Verdict.INCONCLUSIVE
+            verdict = ProbeVerdict.INCONCLUSIVE
             truth = f"the probe child did not finish (exit status {run.exit_status})"
         else:
-            verdict, truth = Verdict.DENIED, held
+            verdict, truth = ProbeVerdict.DENIED, held
         results.append(
             ProbeResult(
                 name=name, target=target, verdict=verdict, ground_truth=truth, child_saw=saw

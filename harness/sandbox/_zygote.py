@@ -429,7 +429,7 @@ def main(argv: list[str]) -> int:
 
     from harness.tools import catalog, worker  # noqa: F401 - every child needs them
 
-    worker.load_confine(root).prepare(worker.parse_policy(policy_json))
+    worker.load_confine(root).confine_child(worker.parse_policy(policy_json))
     libc = ctypes.CDLL(None, use_errno=True)
     # Not dumpable: no process of the same user can ptrace it or read its /proc files.
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

@@ -23,7 +23,7 @@ __all__ = [
     "Head",
     "JournalEntry",
     "JournalPos",
-    "Manifest",
+    "StoreManifest",
     "OrphanedAttempt",
     "Record",
     "SessionEntry",
@@ -169,7 +169,7 @@ class OrphanedAttempt(_Plain, frozen=True, kw_only=True):
 # --- manifest ---------------------------------------------------------------------------------
 
 
-class Manifest(_Plain, frozen=True, kw_only=True):
+class StoreManifest(_Plain, frozen=True, kw_only=True):
     """The final seal: pins the head and every count, so a removed tail is detectable."""
 
     schema_version: Literal[1] = 1

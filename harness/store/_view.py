@@ -20,9 +20,9 @@ from harness.store._model import (
     CellRecord,
     GenesisRecord,
     JournalEntry,
-    Manifest,
     OrphanedAttempt,
     StoreCheck,
+    StoreManifest,
     StoreState,
     VerifyReport,
     VerifyStatus,
@@ -84,7 +84,7 @@ class StoreView(msgspec.Struct, frozen=True, kw_only=True):
     cells: tuple[CellRecord, ...]
     journal: tuple[JournalEntry, ...]
     pending_attempts: tuple[OrphanedAttempt, ...]
-    manifest: Manifest | None
+    manifest: StoreManifest | None
 
     @property
     def pilot(self) -> dict[str, object] | None:

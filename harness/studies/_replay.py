@@ -23,7 +23,7 @@ import trio
 from harness.canonical import canonical_bytes
 from harness.environment import describe_store
 from harness.errors import ReplayMismatchError, UnsafeFileError
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.kinds import AttemptStatus, ProviderName
 from harness.providers.protocol import ProviderRequest, ProviderResult
 from harness.safeio import MAX_READ, read_regular
@@ -34,7 +34,7 @@ __all__ = [
     "RecordedProvider",
     "ReplayReport",
     "TablesCompared",
-    "Tally",
+    "ReplayTally",
     "compare_report",
     "offline",
     "render_checks",
@@ -193,7 +193,7 @@ class RecordedProvider:
         )
 
 
-class Tally:
+class ReplayTally:
     """What a replay counted, cell by cell (a V2 cell or a static snapshot)."""
 
     def __init__(self) -> None:
@@ -236,7 +236,7 @@ class TablesCompared(NamedTuple):
 
 def replay_report(
     view: StoreView,
-    tally: Tally,
+    tally: ReplayTally,
     audit_problems: tuple[str, ...],
     tables: TablesCompared,
     *,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import BreakerTrippedError, ProviderOutageError, RunStoppedError
-from harness.providers.audit import AttemptIntent, AttemptRecord
+from harness.providers.attempts import AttemptIntent, AttemptRecord
 from harness.providers.kinds import AttemptStatus, FailureKind, infrastructure_cause
 from harness.providers.selection import ProviderSelection, credential_option
 from harness.store import RunStore

@@ -29,7 +29,7 @@ from harness.safeio import MAX_READ, read_regular
 __all__ = [
     "REPORT_MANIFEST",
     "ReportManifest",
-    "decode_manifest",
+    "decode_report_manifest",
     "remove_partial_report",
     "report_made_at",
     "with_manifest",
@@ -72,7 +72,7 @@ def with_manifest(
     return {**files, REPORT_MANIFEST: encoded}
 
 
-def decode_manifest(
+def decode_report_manifest(
     data: bytes, store: type[StoreT], schema: str, error: type[Exception], what: str
 ) -> ReportManifest[StoreT]:
     """Decode a study's report manifest (its ``schema`` and store identity type ``store``).

@@ -34,7 +34,7 @@ from harness.providers import (
     ProviderResult,
     memory_audit,
 )
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.providers.config import config_digest
 from harness.providers.critic import TaskBrief, TraceStep, critic_request, critic_view
 from harness.providers.gemini import GeminiProvider

@@ -24,7 +24,7 @@ from harness.sandbox import (
     Limits,
     LinuxBackend,
     ProbeReport,
-    Verdict,
+    ProbeVerdict,
     _probes,
     _runner,
     load_linux_policy,
@@ -41,9 +41,11 @@ TIERS = [t.name for t in load_linux_policy().policy.tiers]
 
 
 def _assert_all_denied(report: ProbeReport) -> None:
-    assert report.positive_control.verdict is Verdict.PASSED, report.positive_control
+    assert report.positive_control.verdict is ProbeVerdict.PASSED, report.positive_control
     assert [p.name for p in report.probes] == list(PROBE_NAMES)
-    not_denied = {p.name: p.ground_truth for p in report.probes if p.verdict is not Verdict.DENIED}
+    not_denied = {
+        p.name: p.ground_truth for p in report.probes if p.verdict is not ProbeVerdict.DENIED
+    }
     # Optional targets may be missing on a machine; on this one all exist. A tier without a
     # user namespace of its own holds no task cap, and says so.
     expected = {}
@@ -130,7 +132,7 @@ def test_probes_catch_a_weakened_policy(
     backend = open_backend(tier=tier_name, policy_path=weakened_policy(tmp_path, weaken))
     assert backend.describe().profile_digest != load_linux_policy().digest
     report = run_probes(backend)
-    assert report.positive_control.verdict is Verdict.PASSED
+    assert report.positive_control.verdict is ProbeVerdict.PASSED
     assert not report.ok
     assert must_be_allowed <= set(report.allowed()), render_table(report)
 
@@ -171,10 +173,10 @@ def test_positive_control_fails_loudly_when_worker_is_broken(
         landlock_abi=real.landlock_abi,
     )
     report = run_probes(broken)
-    assert report.positive_control.verdict is Verdict.FAILED
+    assert report.positive_control.verdict is ProbeVerdict.FAILED
     assert msgspec.json.decode(canonical_bytes(report.positive_control))["ground_truth"]
     assert re.search(why, report.positive_control.ground_truth)
-    assert {p.verdict for p in report.probes} == {Verdict.INCONCLUSIVE}
+    assert {p.verdict for p in report.probes} == {ProbeVerdict.INCONCLUSIVE}
     assert not report.ok
     assert "positive_control      failed" in render_table(report)
 
@@ -186,8 +188,8 @@ def test_probe_child_that_does_not_finish_is_inconclusive(
     quitter.write_text("import sys\nsys.exit(0)\n")
     monkeypatch.setattr(_probes, "_PROBE_CHILD", quitter)
     report = run_probes(open_backend())
-    assert report.positive_control.verdict is Verdict.PASSED
-    assert {p.verdict for p in report.probes} == {Verdict.INCONCLUSIVE}
+    assert report.positive_control.verdict is ProbeVerdict.PASSED
+    assert {p.verdict for p in report.probes} == {ProbeVerdict.INCONCLUSIVE}
     assert not report.ok
 
 
@@ -385,7 +387,7 @@ def test_landlock_tier_without_the_ipc_and_watch_denials_is_caught(tmp_path: Pat
     With those denials removed, the probes see the child read, take and remove them."""
     policy = weakened_policy(tmp_path, _without_sysv_and_watch)
     report = run_probes(open_backend(tier="landlock", policy_path=policy))
-    assert report.positive_control.verdict is Verdict.PASSED
+    assert report.positive_control.verdict is ProbeVerdict.PASSED
     allowed = set(report.allowed())
     assert {"sysv_shm", "sysv_msg", "sysv_sem", "inotify_watch"} <= allowed, render_table(report)
     truths = {p.name: p.ground_truth for p in report.probes}

@@ -21,7 +21,7 @@ from harness.policies import PolicyReason
 from harness.providers import select_provider
 from harness.providers.selection import ProviderFlags
 from harness.store import BeginEntry, EndEntry, read_store, verify_store
-from harness.studies.static.analysis import analyse, load_run
+from harness.studies.static.analysis import analyze, load_run
 from harness.studies.static.report import REPORT_DIR, render_table2, write_report
 from harness.studies.static.run import resume_static, run_static
 
@@ -62,7 +62,7 @@ def test_static_dev_run_with_gemini_audits_every_attempt(tmp_path: Path) -> None
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
 
-    results = analyse(load_run(out))
+    results = analyze(load_run(out))
     assert not results.simulated
     full = next(row for row in results.rows if row.policy == "full_trace_critic")
     assert full.label == "Full-trace critic"
@@ -126,5 +126,5 @@ def test_static_gemini_rejected_key_stops_unfinalized_and_resume_finishes(tmp_pa
     assert outcome.orphaned_attempts == 1
     assert (outcome.done, outcome.committed) == (108, 103)
     assert verify_store(out).finalized
-    results = analyse(load_run(out))
+    results = analyze(load_run(out))
     assert "| ECT | 0 | 0 | 0 | 1.000 |" in render_table2(results)["md"]

@@ -25,7 +25,7 @@ from harness.errors import TamperError
 from harness.providers import select_provider
 from harness.store import read_store
 from harness.studies.progress import Progress
-from harness.studies.static.analysis import StaticResults, StaticRun, analyse, load_run
+from harness.studies.static.analysis import StaticResults, StaticRun, analyze, load_run
 from harness.studies.static.records import DecisionRecord, StaticIdentity
 from harness.studies.static.report import (
     REPORT_DIR,
@@ -70,7 +70,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(run_dir: Path) -> StaticResults:
-    return analyse(load_run(run_dir))
+    return analyze(load_run(run_dir))
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
@@ -321,7 +321,7 @@ def test_report_recomputes_from_changed_records(run_dir: Path) -> None:
         for r in run.records
     )
     assert all(isinstance(r, DecisionRecord) for r in records)
-    results = analyse(StaticRun(**{**msgspec.structs.asdict(run), "records": records}))
+    results = analyze(StaticRun(**{**msgspec.structs.asdict(run), "records": records}))
     ect = next(row for row in results.rows if row.policy == "ect")
     assert ect.unsafe == 3
     # The three tasks now have an unsafe complete under both policies: no longer discordant.

@@ -24,8 +24,8 @@ from harness.canonical import Domain, canonical_bytes, digest_bytes
 from harness.cli import main
 from harness.errors import AnchorMismatchError
 from harness.store import (
-    Manifest,
     RunStore,
+    StoreManifest,
     finalize_store,
     read_sealed,
     sign_manifest,
@@ -69,7 +69,7 @@ def rewrite_with_chain(root: Path) -> None:
     (root / "records.log").write_bytes(b"".join(out))
     head = {"schema_version": 1, "count": len(out), "head": prev}
     (root / "HEAD").write_bytes(_line(Domain.STORE_HEAD, canonical_bytes(head)))
-    old = msgspec.json.decode((root / "MANIFEST").read_bytes()[65:-1], type=Manifest)
+    old = msgspec.json.decode((root / "MANIFEST").read_bytes()[65:-1], type=StoreManifest)
     manifest = msgspec.structs.replace(old, head=prev)
     (root / "MANIFEST").write_bytes(_line(Domain.STORE_MANIFEST, canonical_bytes(manifest)))
 

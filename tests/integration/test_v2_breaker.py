@@ -20,7 +20,7 @@ from v2_support import config, reduced
 
 from harness.cli import main
 from harness.providers import open_provider, select_provider
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.protocol import Provider
 from harness.sandbox import open_backend
 from harness.store import RunStore, finalize_store, read_store

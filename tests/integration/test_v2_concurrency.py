@@ -34,7 +34,7 @@ from v2_support import config, reduced, run_into
 from harness.canonical import canonical_bytes
 from harness.cli import main
 from harness.lock import project_root, write_lock
-from harness.providers.audit import AttemptIntent
+from harness.providers.attempts import AttemptIntent
 from harness.providers.kinds import ProviderName, Role
 from harness.providers.loopback import Answer, FakeGemini, RecordedRequest, error
 from harness.providers.loopback_sim import SimulatedResponder

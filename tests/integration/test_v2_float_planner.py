@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from v2_support import config, reindexed
 
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.providers.plugin import PlannerRouter, PluginPlanner, load_plugin, resolve_plugin
 from harness.providers.protocol import Provider
 from harness.providers.simulated import SimulatedProvider

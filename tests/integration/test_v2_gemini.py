@@ -18,7 +18,7 @@ from v2_support import config, reduced, reindexed
 
 from harness.ect import Claim, descriptor_digest, ledger_digest
 from harness.providers import open_provider, select_provider
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.sandbox import open_backend
 from harness.store import RunStore, read_store, verify_store
 from harness.studies.v2.loop import SandboxTools

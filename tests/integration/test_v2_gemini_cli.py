@@ -34,7 +34,7 @@ from providers_fake_gemini import FakeGemini, error, model_metadata, output, slo
 from harness.cli import main
 from harness.lock import project_root, write_lock
 from harness.providers import ProviderName
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.store import RunStore, read_store, verify_store
 from harness.studies.v2.outcomes import CellResult
 from harness.studies.v2.schedule import canonical_schedule

@@ -28,7 +28,7 @@ from v2_support import config, reduced
 from harness.errors import ProviderSelectionError
 from harness.lock import build_lock, encode_lock
 from harness.providers import ProviderName, ProviderRequest, ProviderResult
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.openai_chat import OpenAIProvider
 from harness.providers.plugin import (
     PlannerPluginRequest,

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 from v2_report_support import CONFIG_PATH, all_results, params, synthetic_store
 
+from harness.ect import Verdict
 from harness.studies.v2.analysis import analyze, final_postcondition
 from harness.studies.v2.outcomes import CellResult, StepRecord
 from harness.studies.v2.report import build_report
@@ -30,7 +31,7 @@ def _edited(result: CellResult) -> CellResult:
         decision=result.turns,
         action="complete",
         ledger_digest="blake3:" + "0" * 64,
-        verdict="complete",
+        verdict=Verdict.COMPLETE,
         supported=result.supported_completion,
         answer_correct=correct,
     )

@@ -30,7 +30,7 @@ from harness.providers import (
     SimulatedProvider,
     memory_audit,
 )
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.sandbox import ChildBackend, open_backend
 from harness.store import finalize_store, read_store, verify_store
 from harness.studies.v2.loop import run_cell

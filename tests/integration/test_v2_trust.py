@@ -19,7 +19,7 @@ import trio
 from v2_support import config, reindexed
 
 from harness.providers import ProviderRequest, ProviderResult, Role, SimulatedProvider, memory_audit
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.sandbox import ChildBackend, open_backend
 from harness.studies.v2.loop import CellRun, SandboxTools, run_cell
 from harness.studies.v2.runner import StudyInputs, prepare

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.lock import project_root
 from harness.providers import SimulatedProvider
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.sandbox import ChildBackend, Outcome, ToolCallResult, open_backend
 from harness.store import RunStore
 from harness.studies.v2.config import DEFAULT_CONFIG_PATH, V2Config, load_config

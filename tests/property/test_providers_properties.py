@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from harness.canonical import canonical_bytes
 from harness.json_schema import validate_response
-from harness.providers import SimulatedProvider, Stream, default_generation_config, memory_audit
+from harness.providers import SimulatedProvider, default_generation_config, memory_audit
 from harness.providers.critic import (
     CRITIC_OUTPUT_SCHEMA,
     TaskBrief,
@@ -21,6 +21,7 @@ from harness.providers.critic import (
     critic_view,
 )
 from harness.providers.prompts import render_prompt
+from harness.streams import KeyedStream
 
 WITHHELD_WORDS = ("split", "fault", "gold", "oracle")
 WITHHELD = re.compile("|".join(WITHHELD_WORDS), re.IGNORECASE)
@@ -44,7 +45,7 @@ clean_values = st.recursive(
 def test_stream_draws_are_in_range_and_repeatable(
     key: dict[str, int], label: str, index: int
 ) -> None:
-    a, b = Stream(key), Stream(dict(key))
+    a, b = KeyedStream(key), KeyedStream(dict(key))
     u = a.uniform(label, index)
     assert 0.0 <= u < 1.0
     assert u == b.uniform(label, index)

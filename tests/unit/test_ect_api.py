@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from harness import ect
-from harness.ect import Family, ReasonCode, family_of
+from harness.ect import ReasonCode, ReasonFamily, family_of
 from harness.examples import EXAMPLE_DIR_NAME, regional_sum
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def test_reason_code_wire_strings_are_pinned() -> None:
 
 
 def test_every_code_has_a_known_family() -> None:
-    assert {family_of(code) for code in ReasonCode} == set(Family)
+    assert {family_of(code) for code in ReasonCode} == set(ReasonFamily)
 
 
 def test_public_exports_resolve() -> None:

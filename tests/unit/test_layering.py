@@ -257,7 +257,7 @@ def test_the_order_puts_canonical_below_ect_and_perturb_above_it() -> None:
     [
         ("harness.canonical", "from harness.ect.model import Receipt\n", "'base' may not import"),
         ("harness.ect.model", "from harness.store import RunStore\n", "layer 'store' above"),
-        ("harness.ect.model", "import harness.providers.audit\n", "layer 'providers' above"),
+        ("harness.ect.model", "import harness.providers.attempts\n", "layer 'providers' above"),
         ("harness.ect.model", "from harness import log\n", "layer 'foundation' above"),
         ("harness.perturb", "from harness.tools import adapter\n", "layer 'tools' above"),
         ("harness.audit", "def f():\n    from preflight import decode\n", "'preflight' above"),

@@ -34,10 +34,10 @@ from harness.providers import (
     ProviderResult,
     Role,
     SimulatedProvider,
-    Stream,
     default_generation_config,
     memory_audit,
 )
+from harness.streams import KeyedStream
 from harness.worlds import SnapshotView
 
 CONFIG = default_generation_config()
@@ -86,7 +86,7 @@ class OffSchema:
     def name(self) -> str:
         return "off-schema-critic.v1"
 
-    def respond(self, request: ProviderRequest, stream: Stream) -> dict[str, Any]:
+    def respond(self, request: ProviderRequest, stream: KeyedStream) -> dict[str, Any]:
         return {"decision": "maybe", "reason": "unsure"}
 
 

@@ -34,7 +34,6 @@ PUBLIC = {
     "RoleLimits",
     "SimulatedProvider",
     "SimulatedSettings",
-    "Stream",
     "Usage",
     "config_digest",
     "decode_generation_config",

@@ -21,7 +21,6 @@ from harness.providers import (
     ProviderResult,
     Role,
     SimulatedProvider,
-    Stream,
     default_generation_config,
     memory_audit,
 )
@@ -36,6 +35,7 @@ from harness.providers.critic import (
 )
 from harness.providers.sim_critic import PermissiveCritic
 from harness.providers.simulated import SimulatedReply, request_stream
+from harness.streams import KeyedStream
 
 TASK = TaskBrief(
     task_id="agg-03", question="Sum of units over region R2?", required_slots=("total", "unit")
@@ -214,7 +214,7 @@ class _Sloppy:
     def name(self) -> str:
         return "sloppy.v1"
 
-    def respond(self, request: ProviderRequest, stream: Stream) -> dict[str, Any]:
+    def respond(self, request: ProviderRequest, stream: KeyedStream) -> dict[str, Any]:
         return {"decision": "maybe", "reason": stream.choice("r", ["a", "b"])}
 
 

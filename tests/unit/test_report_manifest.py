@@ -13,7 +13,7 @@ from harness.canonical import Domain, digest_bytes
 from harness.errors import StudyReportError
 from harness.studies.report_manifest import (
     REPORT_MANIFEST,
-    decode_manifest,
+    decode_report_manifest,
     remove_partial_report,
     report_made_at,
     with_manifest,
@@ -54,7 +54,7 @@ def test_the_manifest_comes_last_and_digests_every_file(tmp_path: Path) -> None:
         },
     }
     assert files[REPORT_MANIFEST].endswith(b"}\n")
-    decoded = decode_manifest(
+    decoded = decode_report_manifest(
         files[REPORT_MANIFEST], _Store, "test.report-manifest.v1", StudyReportError, "m"
     )
     assert decoded.store == _Store(cells=7, head="h")
@@ -63,9 +63,11 @@ def test_the_manifest_comes_last_and_digests_every_file(tmp_path: Path) -> None:
 def test_a_manifest_of_another_schema_or_shape_is_refused(tmp_path: Path) -> None:
     files = _write(tmp_path / "r", partial=False, cells=7)
     with pytest.raises(StudyReportError, match=r"^m is not a other\.v1: it is a test\."):
-        decode_manifest(files[REPORT_MANIFEST], _Store, "other.v1", StudyReportError, "m")
+        decode_report_manifest(files[REPORT_MANIFEST], _Store, "other.v1", StudyReportError, "m")
     with pytest.raises(StudyReportError, match=r"^m is not a test\.report-manifest\.v1: "):
-        decode_manifest(b'{"schema": 1}', _Store, "test.report-manifest.v1", StudyReportError, "m")
+        decode_report_manifest(
+            b'{"schema": 1}', _Store, "test.report-manifest.v1", StudyReportError, "m"
+        )
 
 
 def test_a_report_is_stale_when_the_store_holds_other_cells(tmp_path: Path) -> None:

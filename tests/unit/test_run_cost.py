@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 from harness.errors import ProviderSelectionError
-from harness.providers.audit import Audit, Usage, estimate_cost, memory_audit
+from harness.providers.attempts import Audit, Usage, estimate_cost, memory_audit
 from harness.providers.config import PriceTable, default_generation_config
 from harness.providers.kinds import ProviderName, Role
 from harness.providers.pacing import PacedProvider, Pacing

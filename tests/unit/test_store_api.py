@@ -25,7 +25,7 @@ PINNED_EXPORTS = [
     "Head",
     "JournalEntry",
     "JournalPos",
-    "Manifest",
+    "StoreManifest",
     "OrphanedAttempt",
     "Record",
     "Resumed",

@@ -10,7 +10,7 @@ EXPECTED = [
     "CellRun",
     "Checkpoint",
     "Draft",
-    "Judgement",
+    "GoldJudgement",
     "Row",
     "RunReport",
     "SandboxTools",

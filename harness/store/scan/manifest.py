@@ -8,15 +8,15 @@ import msgspec
 
 from harness.canonical import Domain
 from harness.store._files import MANIFEST, LineFault, parse_line
-from harness.store._model import BeginEntry, EndEntry, JournalPos, Manifest, VerifyCode
+from harness.store._model import BeginEntry, EndEntry, JournalPos, StoreManifest, VerifyCode
 from harness.store.scan.state import Pass, Scan
 
-__all__ = ["check_manifest", "expected_manifest"]
+__all__ = ["check_store_manifest", "expected_manifest"]
 
-_MANIFEST: Final = msgspec.json.Decoder(Manifest)
+_MANIFEST: Final = msgspec.json.Decoder(StoreManifest)
 
 
-def check_manifest(p: Pass) -> None:
+def check_store_manifest(p: Pass) -> None:
     """A present manifest must parse, and seal a store with no fault and every count it pins."""
     data = p.files[MANIFEST]
     if data is None:
@@ -45,7 +45,7 @@ def check_manifest(p: Pass) -> None:
     if expected is None:
         p.found_tamper(VerifyCode.MANIFEST_MISMATCH, f"{MANIFEST} seals an incomplete store")
         return
-    for name in Manifest.__struct_fields__:
+    for name in StoreManifest.__struct_fields__:
         if getattr(manifest, name) != getattr(expected, name):
             p.found_tamper(
                 VerifyCode.MANIFEST_MISMATCH,
@@ -58,7 +58,7 @@ def check_manifest(p: Pass) -> None:
     p.manifest_digest = line.digest
 
 
-def expected_manifest(s: Scan) -> Manifest | None:
+def expected_manifest(s: Scan) -> StoreManifest | None:
     """The manifest that seals ``s`` as it stands, or None when genesis does not verify."""
     if s.genesis is None or not s.record_hashes:
         return None
@@ -70,7 +70,7 @@ def expected_manifest(s: Scan) -> Manifest | None:
     for item in s.pending:
         if isinstance(item.entry, EndEntry):
             referenced.update(item.entry.blobs)
-    return Manifest(
+    return StoreManifest(
         lock_digest=s.genesis.lock_digest,
         schedule_digest=s.genesis.schedule_digest,
         schedule_rows=s.genesis.schedule_rows,

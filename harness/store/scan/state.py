@@ -21,7 +21,7 @@ from harness.store._model import (
     CellRecord,
     GenesisRecord,
     Head,
-    Manifest,
+    StoreManifest,
     VerifyCode,
     VerifyReport,
     VerifyStatus,
@@ -65,7 +65,7 @@ class Scan:
     bound_journal: int = 0
     blobs: set[str] = field(default_factory=set)
     head_lags: bool = False
-    manifest: Manifest | None = None
+    manifest: StoreManifest | None = None
     manifest_bytes: bytes | None = None
     """The MANIFEST bytes ``manifest`` was verified from (the one read a signature covers)."""
 

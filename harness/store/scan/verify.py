@@ -50,7 +50,7 @@ from harness.store.scan.blobs import check_blobs
 from harness.store.scan.head import classify, head_of
 from harness.store.scan.inputs import check_copies
 from harness.store.scan.journal import check_journal, check_pending
-from harness.store.scan.manifest import check_manifest, expected_manifest
+from harness.store.scan.manifest import check_store_manifest, expected_manifest
 from harness.store.scan.records import check_records
 from harness.store.scan.state import Fault, Pass, Scan
 
@@ -241,7 +241,7 @@ def _scan_once(root: Path, dir_fd: int, owner: int, writer: str | None, fast: bo
         data, semantic, why = check_records(p)
         classify(p, data, semantic, why)
         check_pending(p)
-        check_manifest(p)
+        check_store_manifest(p)
     except OSError as e:
         where = e.filename or root
         raise StoreError(f"cannot read store {root}: {where}: {e.strerror or e}") from e

@@ -6,7 +6,7 @@ that are not one decision per policy and committed snapshot with consistent labe
 cited provider attempt in the snapshot's audit group. A store that is not finalized (an
 interrupted run) loads as *partial*: its committed snapshots only, and the report says so.
 
-``analyse`` recomputes everything from the records (the
+``analyze`` recomputes everything from the records (the
 endpoints, breakdowns, unsupported claims, provider usage, H1 and the Table 3 ablations; see
 ``harness.studies.static.report`` for what each means and how it is rendered).
 """
@@ -34,7 +34,7 @@ from harness.errors import RunRecordsError, TamperError
 from harness.faults import FAULTS, STATIC_FAULTS
 from harness.log import get_logger
 from harness.policies import Ablation, PolicyReason, attempt_id
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.run_identity import RunIdentity, read_identity
 from harness.store import VerifyStatus, read_store
 from harness.studies.static.records import (
@@ -72,7 +72,7 @@ __all__ = [
     "StaticResults",
     "StaticRun",
     "UnsupportedClaims",
-    "analyse",
+    "analyze",
     "label_of",
     "load_run",
 ]
@@ -400,7 +400,7 @@ def label_of(policy: str, simulated: bool) -> str:
     return label
 
 
-def analyse(run: StaticRun) -> StaticResults:
+def analyze(run: StaticRun) -> StaticResults:
     """Recompute every endpoint from ``run``'s records (see the module docstring)."""
     by_policy: dict[str, list[DecisionRecord]] = defaultdict(list)
     for r in run.records:

@@ -32,21 +32,21 @@ from harness.benchmark.build import benchmark
 from harness.benchmark.manifest import check_manifest
 from harness.canonical import canonical_bytes
 from harness.errors import ReplayMismatchError, StoreError
-from harness.providers.audit import AttemptRecord, memory_audit
+from harness.providers.attempts import AttemptRecord, memory_audit
 from harness.providers.config import default_generation_config
 from harness.providers.kinds import ProviderName
 from harness.store import CellRecord, read_store
 from harness.studies._replay import (
     RecordedProvider,
     ReplayReport,
-    Tally,
+    ReplayTally,
     compare_report,
     offline,
     render_checks,
     replay_report,
     store_line,
 )
-from harness.studies.static.analysis import analyse, load_run
+from harness.studies.static.analysis import analyze, load_run
 from harness.studies.static.records import StaticCellResult, decode_identity
 from harness.studies.static.report import REPORT_DIR, render_files
 from harness.studies.static.run import decide_snapshot, study_policies, study_snapshots
@@ -61,7 +61,7 @@ async def _replay_cells(
     snapshots: dict[str, Snapshot],
     gold: Mapping[str, Mapping[str, Any]],
     name: ProviderName,
-    tally: Tally,
+    tally: ReplayTally,
 ) -> None:
     config = default_generation_config()
     for cell in cells:
@@ -118,7 +118,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         identity = decode_identity(dict(view.genesis.identity), str(base))
         bench = benchmark()
         manifest = check_manifest(bench)
-        tally = Tally()
+        tally = ReplayTally()
         if manifest.digest != identity.manifest_digest:
             tally.mismatches.append(
                 f"the store was run on benchmark {identity.manifest_digest}, this one is "
@@ -129,7 +129,7 @@ def replay_static(root: str | Path, *, report_dir: Path | None = None) -> Replay
         name = identity.provider.provider
         trio.run(_replay_cells, base, view.cells, snapshots, gold, name, tally)
         tables = compare_report(
-            lambda: render_files(analyse(run)),
+            lambda: render_files(analyze(run)),
             report_dir if report_dir is not None else base / REPORT_DIR,
             cells=len(view.cells),
             default=report_dir is None,

@@ -6,7 +6,7 @@ store, a store of another study and records that are not one decision per policy
 and report.html say so; CSV, LaTeX and figures have no place for it; ``report-manifest.json``,
 the report manifest both studies write, marks it for machines: replay then says the report is
 stale once the store has grown, and resume removes it).
-``analysis.analyse`` recomputes everything from the records:
+``analysis.analyze`` recomputes everything from the records:
 
 - per policy: U (unsafe ``complete`` on fault snapshots), C (clean snapshots not completed),
   S (``stuck`` on fault snapshots), macro-F1 over {complete, not complete}, the UCR with a
@@ -58,7 +58,7 @@ from harness.studies.static.analysis import (
     UNSUPPORTED_BOOTSTRAP_SEED,
     AblationRow,
     StaticResults,
-    analyse,
+    analyze,
     load_run,
 )
 from harness.studies.static.records import (
@@ -110,7 +110,7 @@ def _pp(value: float) -> str:
 
 
 def run_of(results: StaticResults) -> RunIdentity:
-    """The run identity the results name (always bound by ``analyse``)."""
+    """The run identity the results name (always bound by ``analyze``)."""
     if results.run is None:
         raise RunRecordsError("the static results hold no run identity")
     return results.run
@@ -594,7 +594,7 @@ def write_report(store_dir: Path, out: Path | None = None) -> StaticResults:
         StudyKindError: the store is not a static study's.
         RunRecordsError: a record is not a static run's, or a report file cannot be written.
     """
-    results = analyse(load_run(store_dir))
+    results = analyze(load_run(store_dir))
     target = out if out is not None else store_dir / REPORT_DIR
     texts = render_files(results)
     try:

@@ -70,7 +70,7 @@ from harness.policies import (
     PostconditionOracle,
     SelfCheck,
 )
-from harness.providers.audit import AttemptRecord, Audit
+from harness.providers.attempts import AttemptRecord, Audit
 from harness.providers.config import (
     FULL_TRACE_CRITIC_SEED,
     GenerationConfig,

@@ -25,7 +25,7 @@ is ``harness.cli.v2_report``, ``harness v2 show|cells`` is ``harness.cli.v2_show
 
 from harness.studies.v2.checkpoints import Checkpoint, Draft, build_checkpoints
 from harness.studies.v2.config import V2Config, decode_config, load_config
-from harness.studies.v2.judge import Judgement, judge_proposal, missing_evidence
+from harness.studies.v2.judge import GoldJudgement, judge_proposal, missing_evidence
 from harness.studies.v2.loop import CellInputs, CellRun, SandboxTools, run_cell
 from harness.studies.v2.outcomes import CellResult, StepRecord
 from harness.studies.v2.runner import RunReport, StudyInputs, prepare, run_rows
@@ -38,7 +38,7 @@ __all__ = [
     "CellRun",
     "Checkpoint",
     "Draft",
-    "Judgement",
+    "GoldJudgement",
     "Row",
     "RunReport",
     "SandboxTools",

@@ -29,7 +29,7 @@ from harness.store import StoreView
 from harness.studies.v2.analysis import PIPELINE_LABELS, ArmRow, analyze
 from harness.studies.v2.config import AnalysisParams
 from harness.studies.v2.outcomes import POLICIES, CellResult, PolicyArm
-from harness.studies.v2.report import bound_config, load_results, store_provider
+from harness.studies.v2.report import bound_config, load_run, store_provider
 
 __all__ = ["Comparison", "PairedRate", "StoreSide", "compare_stores", "render_comparison"]
 
@@ -166,8 +166,8 @@ def compare_stores(a_root: Path, b_root: Path, config_path: Path) -> Comparison:
         StudyReportError: a store does not verify or holds no cell, the config is not the one
             a store is locked to, the stores ran different schedules, or no cell is in both.
     """
-    a_view, a_results = load_results(a_root)
-    b_view, b_results = load_results(b_root)
+    a_view, a_results = load_run(a_root)
+    b_view, b_results = load_run(b_root)
     config, _ = bound_config(a_root, config_path)
     bound_config(b_root, config_path)  # the same frozen config binds both stores
     params = config.analysis

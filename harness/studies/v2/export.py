@@ -46,7 +46,7 @@ from harness.errors import (
     UnsafeFileError,
 )
 from harness.lock import FileRole, decode_lock, file_digest
-from harness.privacy import Finding, KeyFinder, credential_findings, key_findings, local_findings
+from harness.privacy import KeyFinder, KeyFinding, credential_findings, key_findings, local_findings
 from harness.providers.kinds import ProviderName
 from harness.safeio import MAX_READ, publish_dir, read_regular
 from harness.store import StoreView, lock_digest, read_store
@@ -101,10 +101,10 @@ def local_names() -> list[str]:
 
 def privacy_findings(
     files: dict[str, bytes], names: Sequence[str], key: KeyFinder | None = None
-) -> list[Finding]:
+) -> list[KeyFinding]:
     """Every credential-shaped string, local path and local name in ``files``, and every
     occurrence of ``key`` (the run's own key) when given."""
-    found: list[Finding] = []
+    found: list[KeyFinding] = []
     for path, data in sorted(files.items()):
         found.extend(credential_findings(path, data))
         found.extend(local_findings(path, data, names))

@@ -27,7 +27,7 @@ from typing import Final
 
 import msgspec
 
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.providers.kinds import AttemptStatus, FailureKind, Role, infrastructure_cause
 from harness.store import CellRecord
 from harness.studies.v2.analysis import PIPELINE_LABELS

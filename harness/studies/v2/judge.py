@@ -30,10 +30,10 @@ import msgspec
 from harness.ect.model import Certificate, Ledger, Receipt, Scope
 from harness.worlds.tasks import CallSpec, SlotPlan, Task, legitimate_sources
 
-__all__ = ["Judgement", "judge_proposal", "missing_evidence", "same_value"]
+__all__ = ["GoldJudgement", "judge_proposal", "missing_evidence", "same_value"]
 
 
-class Judgement(msgspec.Struct, frozen=True, kw_only=True):
+class GoldJudgement(msgspec.Struct, frozen=True, kw_only=True):
     """The gold judge's verdict on one completion proposal.
 
     Attributes:
@@ -114,7 +114,7 @@ def judge_proposal(
     ledger: Ledger,
     answer: Mapping[str, Any] | None,
     certificate: Certificate | None,
-) -> Judgement:
+) -> GoldJudgement:
     """Judge one completion proposal against the oracle answer and evidence plan."""
     problems: list[str] = []
     answer_correct = answer is not None
@@ -128,7 +128,9 @@ def judge_proposal(
             problems.append(f"{plan.slot}: answer differs from the oracle's")
     if certificate is None:
         problems.append("no certificate")
-        return Judgement(supported=False, answer_correct=answer_correct, problems=tuple(problems))
+        return GoldJudgement(
+            supported=False, answer_correct=answer_correct, problems=tuple(problems)
+        )
     if certificate.task_id != task.task_id:
         problems.append("certificate names another task")
     by_id = {r.receipt_id: r for r in ledger.receipts if r.task_id == task.task_id}
@@ -145,7 +147,7 @@ def judge_proposal(
         if not same_value(claim.value, task.gold[plan.slot], plan.abs_tol, plan.rel_tol):
             problems.append(f"{plan.slot}: claimed value differs from the oracle's")
         problems.extend(_evidence_problems(plan, claim.evidence, by_id))
-    return Judgement(
+    return GoldJudgement(
         supported=not problems, answer_correct=answer_correct, problems=tuple(problems)
     )
 

@@ -38,7 +38,7 @@ from harness.ect.reasons import ReasonCode
 from harness.errors import ToolChildKilledError
 from harness.log import get_logger
 from harness.policies import PolicyDecision
-from harness.providers.audit import AttemptIntent, AttemptJournal, AttemptRecord, Audit
+from harness.providers.attempts import AttemptIntent, AttemptJournal, AttemptRecord, Audit
 from harness.providers.config import GenerationConfig
 from harness.providers.kinds import AttemptStatus, ProviderName, Role
 from harness.providers.planner import (
@@ -53,7 +53,7 @@ from harness.providers.protocol import Provider
 from harness.sandbox import ChildBackend, Outcome, ToolCallResult
 from harness.studies.v2.checkpoints import Checkpoint
 from harness.studies.v2.config import Budget
-from harness.studies.v2.judge import Judgement, judge_proposal, missing_evidence
+from harness.studies.v2.judge import GoldJudgement, judge_proposal, missing_evidence
 from harness.studies.v2.outcomes import CellResult, StepRecord, Terminal
 from harness.studies.v2.pipelines import make_pipeline
 from harness.studies.v2.schedule import Row
@@ -188,7 +188,7 @@ class _State:
     steps: list[StepRecord] = field(default_factory=list)
     recovered: set[tuple[str, str, str, str | None]] = field(default_factory=set)
     recovery_decision: int | None = None
-    judgements: list[tuple[int, Judgement, str]] = field(default_factory=list)
+    judgements: list[tuple[int, GoldJudgement, str]] = field(default_factory=list)
     terminal: Terminal = "budget_exhausted"
     terminal_decision: int | None = None
     final_answer: dict[str, Any] | None = None
@@ -425,7 +425,7 @@ async def _terminal_step(
     started = time.perf_counter()
     verdict: PolicyDecision = await decide(view)
     timing.policy_seconds += time.perf_counter() - started
-    judgement: Judgement | None = None
+    judgement: GoldJudgement | None = None
     if action.action == "complete":
         judgement = judge_proposal(task, ledger, action.answer, certificate)
         state.judgements.append((decision, judgement, verdict.decision.value))
@@ -438,7 +438,7 @@ async def _terminal_step(
             if certificate is None
             else digest(Domain.CERTIFICATE, certificate),
             certificate_malformed=malformed,
-            verdict=verdict.decision.value,
+            verdict=verdict.decision,
             reason_codes=tuple(verdict.reason_codes),
             decision_source=verdict.source.value,
             supported=None if judgement is None else judgement.supported,

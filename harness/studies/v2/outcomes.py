@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
+from harness.ect.model import Verdict
 from harness.errors import StudyKindError, StudyReportError
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ __all__ = [
     "PolicyArm",
     "StepRecord",
     "Terminal",
-    "Verdict",
     "decode_cell",
 ]
 
@@ -84,8 +84,6 @@ CallOutcome = Literal["ok", "failed", "refused"]
 """A proposed tool call: ``ok`` (transport and nested status ok), ``failed`` (a transport or
 nested error, or the sandboxed child failed), ``refused`` (over the tool-call budget: not run)."""
 CALL_OUTCOMES: Final[tuple[CallOutcome, ...]] = ("ok", "failed", "refused")
-
-Verdict = Literal["complete", "continue", "stuck"]
 
 JUDGE: Final = "gold-judge.v1"
 """Version of the gold judge whose judgements a result carries."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from harness.policies import Controller, CriticCore, EctPolicy, FullTraceCritic, PolicyDecision
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.config import GenerationConfig
 from harness.providers.protocol import Provider
 from harness.studies.v2.outcomes import PolicyArm

@@ -39,14 +39,14 @@ import trio
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
 from harness.errors import NotReplayableError, ReplayMismatchError, StoreError, StudyReportError
-from harness.providers.audit import AttemptRecord, memory_audit
+from harness.providers.attempts import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.sandbox import Outcome, ToolCallResult
 from harness.store import CellRecord
 from harness.studies._replay import (
     RecordedProvider,
     ReplayReport,
-    Tally,
+    ReplayTally,
     compare_report,
     offline,
     render_checks,
@@ -59,7 +59,7 @@ from harness.studies.v2.report import (
     REPORT_DIR,
     bound_config,
     build_report,
-    load_results,
+    load_run,
 )
 from harness.studies.v2.runner import StudyInputs, prepare
 from harness.studies.v2.schedule import Row
@@ -113,7 +113,7 @@ async def _replay_cells(
     rows: Sequence[Row],
     records: Sequence[CellRecord],
     results: Sequence[CellResult],
-    tally: Tally,
+    tally: ReplayTally,
 ) -> None:
     for row, record, stored in zip(rows, records, results, strict=True):
         where = f"row {record.row_index} ({row.cell_id})"
@@ -160,14 +160,14 @@ def replay_store(
     base = Path(root)
     with offline():
         audit = audit_store(base)
-        view, results = load_results(base)
+        view, results = load_run(base)
         config, _ = bound_config(base, config_path)
         try:
             rows = [msgspec.convert(r.row, Row, strict=True) for r in view.cells]
         except msgspec.ValidationError as e:
             raise StudyReportError(f"store {base} holds a row that is not a V2 row: {e}") from e
         inputs = prepare(config, rows)
-        tally = Tally()
+        tally = ReplayTally()
         trio.run(_replay_cells, base, inputs, rows, view.cells, results, tally)
         tables = compare_report(
             lambda: build_report(base, config_path).files,

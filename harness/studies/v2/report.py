@@ -48,8 +48,12 @@ from harness.safeio import write_atomic
 from harness.store import StoreView
 from harness.store import lock_digest as store_lock_digest
 from harness.studies.provenance import with_environment_header
-from harness.studies.report_manifest import REPORT_MANIFEST, ReportManifest, with_manifest
-from harness.studies.report_manifest import decode_manifest as shared_decode_manifest
+from harness.studies.report_manifest import (
+    REPORT_MANIFEST,
+    ReportManifest,
+    decode_report_manifest,
+    with_manifest,
+)
 from harness.studies.runs import frozen_rows
 from harness.studies.v2.analysis import analyze
 from harness.studies.v2.config import V2Config, decode_config
@@ -85,7 +89,7 @@ __all__ = [
     "store_identity",
     "store_provider",
     "decode_manifest",
-    "load_results",
+    "load_run",
     "render_files",
     "write_report",
 ]
@@ -151,7 +155,7 @@ def bound_config(root: Path, config_path: Path) -> tuple[V2Config, str]:
     return decode_config(data, origin=str(config_path)), digest
 
 
-def load_results(root: Path) -> tuple[StoreView, list[CellResult]]:
+def load_run(root: Path) -> tuple[StoreView, list[CellResult]]:
     """Verify the store and decode every committed cell's result, matched to its row.
 
     Raises:
@@ -207,10 +211,10 @@ def build_report(root: str | os.PathLike[str], config_path: Path) -> ReportBundl
     """Recompute the analysis from the store at ``root`` and render every report file.
 
     Raises:
-        StoreNotFoundError, StudyReportError: see ``load_results`` and the config binding.
+        StoreNotFoundError, StudyReportError: see ``load_run`` and the config binding.
     """
     base = Path(root)
-    view, results = load_results(base)
+    view, results = load_run(base)
     config, config_digest = bound_config(base, config_path)
     report = view.report
     run = store_identity(view, base)
@@ -310,4 +314,4 @@ def decode_manifest(data: bytes, *, origin: str) -> ReportManifest[StoreIdentity
     Raises:
         StudyReportError: the bytes are not a V2 report manifest.
     """
-    return shared_decode_manifest(data, StoreIdentity, V2_MANIFEST_SCHEMA, StudyReportError, origin)
+    return decode_report_manifest(data, StoreIdentity, V2_MANIFEST_SCHEMA, StudyReportError, origin)

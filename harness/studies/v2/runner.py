@@ -57,7 +57,7 @@ from harness.errors import (
     V2StudyError,
 )
 from harness.log import get_logger
-from harness.providers.audit import Audit
+from harness.providers.attempts import Audit
 from harness.providers.protocol import Provider
 from harness.stopping import request_stop
 from harness.store import RunStore, verify_store

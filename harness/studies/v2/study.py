@@ -51,7 +51,7 @@ from harness.lock import DEFAULT_LOCK_PATH, read_lock_bytes
 from harness.log import get_logger
 from harness.preflight_report import PreflightReport, record_preflight
 from harness.providers import GenerationConfig
-from harness.providers.audit import AttemptRecord, memory_audit
+from harness.providers.attempts import AttemptRecord, memory_audit
 from harness.providers.kinds import ProviderName
 from harness.providers.pacing import Pacing, paced
 from harness.providers.protocol import Provider
@@ -109,8 +109,8 @@ from harness.studies.v2.schedule import (
 from harness.terminal import escape
 
 __all__ = [
-    "Outcome",
-    "PreflightCheck",
+    "RunOutcome",
+    "PreflightHook",
     "execute",
     "read_results",
     "provider_line",
@@ -123,7 +123,7 @@ _log = get_logger("harness.studies.v2")
 _IDENTITY_KEY: Final = PROVIDER_KEY
 
 
-class PreflightCheck(Protocol):
+class PreflightHook(Protocol):
     """Runs every preflight check against exactly one run's inputs; never raises for a failure.
 
     ``preflight.run_preflight`` is the implementation; the command line hands it in.
@@ -146,7 +146,7 @@ class PreflightCheck(Protocol):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     """What ``execute`` did: the session's report and, when complete, the manifest digest.
 
     ``complete`` is true when resume found the store already finalized and wrote nothing.
@@ -168,7 +168,7 @@ def _inputs(
 
 
 def _preflight(
-    check: PreflightCheck,
+    check: PreflightHook,
     lock_path: Path,
     schedule_path: Path,
     store_dir: Path,
@@ -242,7 +242,7 @@ class _Probe:
             close()
 
 
-def _finalized(store_dir: Path) -> Outcome | None:
+def _finalized(store_dir: Path) -> RunOutcome | None:
     """The outcome of resuming a store that is already finalized (None: it is not).
 
     Raises:
@@ -253,7 +253,9 @@ def _finalized(store_dir: Path) -> Outcome | None:
     if not report.finalized or report.status is not VerifyStatus.OK:
         return None
     ran = RunReport(store=store_dir, total=report.schedule_rows, done=report.cells)
-    return Outcome(report=ran, manifest=report.manifest_digest, orphaned_attempts=0, complete=True)
+    return RunOutcome(
+        report=ran, manifest=report.manifest_digest, orphaned_attempts=0, complete=True
+    )
 
 
 def execute(  # noqa: C901 - the run's whole path, each failure ending in its one-line message
@@ -261,7 +263,7 @@ def execute(  # noqa: C901 - the run's whole path, each failure ending in its on
     *,
     resume: bool,
     selection: ProviderSelection | ProviderFlags,
-    preflight: PreflightCheck,
+    preflight: PreflightHook,
     lock_path: Path | None = None,
     config_path: Path | None = None,
     schedule_path: Path | None = None,
@@ -273,7 +275,7 @@ def execute(  # noqa: C901 - the run's whole path, each failure ending in its on
     confirm: Callable[[Sequence[str]], bool] | None = None,
     pacing: Pacing | None = None,
     require_environment: bool = False,
-) -> Outcome:
+) -> RunOutcome:
     """Run (or resume) the study into ``store_dir`` (see the module docstring).
 
     ``preflight`` runs the checks that gate the run (the command line hands in
@@ -440,7 +442,7 @@ def execute(  # noqa: C901 - the run's whole path, each failure ending in its on
     # A pilot is sealed as a pilot: its genesis says so, and no expected count makes it the study.
     expected = None if label is not None else len(rows)
     manifest = finalize_store(store_dir, expected) if ran.complete else None
-    return Outcome(report=ran, manifest=manifest, orphaned_attempts=orphans)
+    return RunOutcome(report=ran, manifest=manifest, orphaned_attempts=orphans)
 
 
 RUN_LOG: Final = "run.log"

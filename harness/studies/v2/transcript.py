@@ -32,7 +32,7 @@ from typing import Any, Final
 import msgspec
 
 from harness.errors import StoreError, StudyReportError
-from harness.providers.audit import AttemptRecord
+from harness.providers.attempts import AttemptRecord
 from harness.providers.kinds import AttemptStatus, ProviderName, Role
 from harness.store import CellRecord, StoreView, read_blob
 from harness.studies.v2.outcomes import CellResult, StepRecord, read_v2_store
@@ -42,7 +42,7 @@ from harness.tools.catalog import TOOL_IDS, call_tool
 
 __all__ = [
     "OUTCOME_FLAGS",
-    "AttemptView",
+    "TranscriptAttempt",
     "CallView",
     "CellTranscript",
     "CheckpointView",
@@ -96,7 +96,7 @@ class CallView(_View, frozen=True, kw_only=True):
     receipts_rebuilt: bool
 
 
-class AttemptView(_View, frozen=True, kw_only=True):
+class TranscriptAttempt(_View, frozen=True, kw_only=True):
     """One provider attempt spent at a decision."""
 
     role: str
@@ -130,7 +130,7 @@ class DecisionView(_View, frozen=True, kw_only=True):
     critic: tuple[str, ...]
     supported: bool | None
     answer_correct: bool | None
-    attempts: tuple[AttemptView, ...]
+    attempts: tuple[TranscriptAttempt, ...]
 
 
 class CheckpointView(_View, frozen=True, kw_only=True):
@@ -207,9 +207,9 @@ def _attempts(record: CellRecord) -> list[AttemptRecord] | None:
         return None
 
 
-def _attempt_view(a: AttemptRecord) -> AttemptView:
+def _attempt_view(a: AttemptRecord) -> TranscriptAttempt:
     u = a.usage
-    return AttemptView(
+    return TranscriptAttempt(
         role=a.role.value,
         model=a.model,
         attempt_index=a.attempt_index,

@@ -1,4 +1,4 @@
-"""The attempt audit: one record per provider attempt, a write-ahead journal hook, a blob sink.
+"""Provider attempts: one record per attempt, a write-ahead journal hook, a blob sink.
 
 Every attempt a provider makes is journaled *before* it is sent (``AttemptJournal.begin`` with an
 ``AttemptIntent``) and *after* it ends (``AttemptJournal.end`` with the ``AttemptRecord``), so a
