@@ -886,9 +886,10 @@ def _probe(
 class Observed(msgspec.Struct, frozen=True, kw_only=True):
     """What the parent observed of one probe run, as plain values: the judges' only input.
 
-    Everything but ``attempts`` and ``seen_by`` was read by the parent itself after the probe
-    child ended (listeners drained, files compared, processes and ``/proc`` read, the child's
-    output searched); the child's own report is shown beside a verdict and decides none.
+    The parent read it itself, before the probe child ran and after it ended (listeners
+    drained, files compared, processes and ``/proc`` read, the child's output kept to be
+    searched for every secret). The child's own report (``attempts``) is shown beside a verdict
+    and decides none; ``seen_by`` only tells which watch a leaked name counts against.
     """
 
     exit_status: int
