@@ -52,10 +52,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -68,10 +69,17 @@ from harness.sandbox._result import BackendInfo, RunResult
 from harness.sandbox._runner import child_env
 
 __all__ = [
+    "PROBES",
     "PROBE_NAMES",
+    "ProbeFinding",
+    "Observed",
+    "Probe",
     "ProbeReport",
     "ProbeResult",
     "ProbeVerdict",
+    "child_report",
+    "finished",
+    "judge",
     "render_table",
     "run_probes",
 ]
@@ -84,27 +92,6 @@ _SYSTEM_WRITE_DIRS: Final = {
     "write_var_tmp": "/var/tmp",  # noqa: S108
     "write_dev_shm": "/dev/shm",  # noqa: S108
 }
-# Targets a machine may lack; each is judged "not applicable" only when the parent's own control
-# shows it cannot be reached at all (e.g. /proc/PID/environ where there is no /proc).
-# ``sigio_parent`` needs a signal handler, which only the main thread can install;
-# ``threads_300`` is not applicable to a tier that holds no task cap (``describe``: tasks null).
-_OPTIONAL: Final = frozenset(
-    {
-        "write_var_tmp",
-        "write_dev_shm",
-        "victim_xattr",
-        "parent_environ",
-        "sigio_parent",
-        "threads_300",
-        "signal_zygote",
-        "zygote_state",
-        "sysv_shm",
-        "sysv_msg",
-        "sysv_sem",
-        "inotify_watch",
-        "fanotify_watch",
-    }
-)
 _VICTIMS: Final = (
     "victim_modify",
     "victim_truncate",
@@ -112,42 +99,6 @@ _VICTIMS: Final = (
     "victim_utime",
     "victim_xattr",
     "victim_unlink",
-)
-PROBE_NAMES: Final = (
-    "tcp_loopback",
-    "udp_loopback",
-    "unix_socket_path",
-    "unix_socket_abstract",
-    "write_cwd",
-    "write_tmp",
-    "write_var_tmp",
-    "write_dev_shm",
-    "write_store",
-    *_VICTIMS,
-    "credential_env",
-    "parent_environ",
-    "credential_file",
-    "signal_other",
-    "spawn_subprocess",
-    "prlimit_parent",
-    "prlimit_victim",
-    "setpriority_parent",
-    "setpriority_victim",
-    "sigio_parent",
-    "sigio_victim",
-    "sysv_shm",
-    "sysv_msg",
-    "sysv_sem",
-    "inotify_watch",
-    "fanotify_watch",
-    "memfd_huge",
-    "memory_2gib",
-    "threads_300",
-    "earlier_call_state",
-    "signal_sibling",
-    "signal_zygote",
-    "outlive_reply",
-    "zygote_state",
 )
 _GIB: Final = 1 << 30
 _THREADS_TARGET: Final = 300
@@ -771,18 +722,12 @@ class _Sibling:
         return self._result
 
 
-def _sibling_summary(run: RunResult | None) -> str:
-    if run is None:
-        return "it did not run"
-    return f"exit status {run.exit_status}, stdout {run.stdout[:60]!r}"
-
-
 def _alive(pid: int) -> bool:
     state = _status_fields(pid).get("State", "")
     return bool(state) and not state.startswith(("Z", "X"))
 
 
-def _zygote_state(pid: int | None, allowed_env: dict[str, str]) -> tuple[bool, str | None]:
+def _read_zygote_state(pid: int | None, allowed_env: dict[str, str]) -> tuple[bool, str | None]:
     """(applicable, breach): the zygote's environment and descriptors, read from outside."""
     if pid is None:
         return False, None
@@ -918,28 +863,128 @@ def run_probes(
     return report
 
 
-def _probe(  # noqa: C901 - the probe run and every judgement, in the order they observe
+def _probe(
     backend: ChildBackend,
     t: _Targets,
     info: BackendInfo,
     control: ProbeResult,
     timeout_s: float,
 ) -> ProbeReport:
-    before = {name: _snapshot(path) for name, path in t.victims.items()}
-    env_source = dict(os.environ) | t.secrets
-    left_behind: list[str] = []
-    parent_limits = _own_limits()
-    parent_priority = _priority(os.getpid())
-    victim_limits = _proc_limits(t.limits_victim.pid)
-    victim_priority = _priority(t.limits_victim.pid)
-    t.zygote_pid = backend.zygote_pid()
-    plant_nonce = f"harness-planted-{secrets.token_hex(16)}"
-    plant = backend.exec_file(
-        _PROBE_CHILD, stdin=json.dumps({"plant": plant_nonce}).encode(), timeout_s=timeout_s
+    """Run the probe child, observe every target, then judge each row of ``PROBES``."""
+    observed = _observe(backend, t, info, timeout_s)
+    return ProbeReport(
+        backend=info,
+        positive_control=control,
+        probes=tuple(judge(probe, observed) for probe in PROBES),
+        child_exit_status=observed.exit_status,
     )
-    planted = plant.exit_status == 0 and plant.stdout == f"planted {plant_nonce}".encode()
-    sibling = _Sibling(backend, timeout_s)
-    t.sibling_pid = sibling.pid()
+
+
+# --- observing: everything the judges need, read by the parent ----------------------------------
+
+
+class Observed(msgspec.Struct, frozen=True, kw_only=True):
+    """What the parent observed of one probe run, as plain values: the judges' only input.
+
+    The parent read it itself, before the probe child ran and after it ended (listeners
+    drained, files compared, processes and ``/proc`` read, the child's output kept to be
+    searched for every secret). The child's own report (``attempts``) is shown beside a verdict
+    and decides none; ``seen_by`` only tells which watch a leaked name counts against.
+    """
+
+    exit_status: int
+    output: str
+    """The child's stdout and stderr (latin-1), searched for every secret and nonce."""
+    attempts: dict[str, str]
+    """The child's report of each attempt (empty when its report is missing or malformed)."""
+    seen_by: dict[str, str]
+    """What the child's report says each watch saw (to tell inotify's names from fanotify's)."""
+    complete: bool
+    """The child reported every probe it was given: it ran to the end."""
+    tcp_port: int
+    tcp_arrived: int
+    udp_port: int
+    udp_arrived: int
+    unix_path: str
+    unix_arrived: int
+    abstract_name: str
+    abstract_arrived: int
+    creates: dict[str, str | None]
+    """Each write probe's target path (None: this user cannot write in that directory)."""
+    created: tuple[str, ...]
+    """The write probes whose target path exists after the run."""
+    victims: dict[str, str]
+    victim_changes: dict[str, str]
+    """How each victim file changed (``_diff``; empty when unchanged)."""
+    xattr_supported: bool
+    secrets: dict[str, str]
+    parent_pid: int
+    parent_entries: tuple[str, ...]
+    decoy_pid: int
+    decoy_secret: str
+    decoy_status: int | None
+    environ_readable: bool
+    credential_file: str
+    file_secret: str
+    left_behind: tuple[str, ...]
+    """Processes of the child's session when it exited (``pid:comm``)."""
+    spawned: tuple[str, ...]
+    """Processes the watch saw in its session while it ran, but the child and its own pid 1."""
+    changed_limits: tuple[str, ...]
+    limits_victim_pid: int
+    victim_limits_before: str
+    victim_limits_after: str
+    parent_priority: int | None
+    parent_priority_after: int | None
+    victim_priority: int | None
+    victim_priority_after: int | None
+    sigurg: int
+    main_thread: bool
+    sigio_victim_pid: int
+    sigio_status: int | None
+    sysv_ready: bool
+    shm_id: int
+    msg_id: int
+    sem_id: int
+    shm_breach: str | None
+    msg_breach: str | None
+    sem_breach: str | None
+    shm_secret: str
+    msg_secret: str
+    watched_dir: str
+    watch_names: tuple[str, ...]
+    watch_control: bool
+    max_shmem_growth: int
+    max_rss_bytes: int
+    max_threads: int
+    task_cap: int | None
+    plant_nonce: str
+    planted: bool
+    plant_exit_status: int
+    sibling_pid: int
+    sibling: RunResult | None
+    sibling_traced: str | None
+    zygote_pid: int | None
+    zygote_alive: bool
+    zygote_traced: str | None
+    outlived: tuple[str, ...]
+    zygote_readable: bool
+    zygote_breach: str | None
+
+
+class _ChildRun(NamedTuple):
+    run: RunResult
+    watch: _Watch
+    left_behind: list[str]
+    sigurg: int
+    main_thread: bool
+
+
+def _run_child(
+    backend: ChildBackend, t: _Targets, env_source: dict[str, str], timeout_s: float
+) -> _ChildRun:
+    """The probe child, watched from outside, while SIGURG to the parent is counted."""
+    left_behind: list[str] = []
     sigurg: list[int] = []
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGURG, lambda s, f: sigurg.append(s)) if main_thread else None
@@ -968,326 +1013,636 @@ def _probe(  # noqa: C901 - the probe run and every judgement, in the order they
     finally:
         if main_thread:
             signal.signal(signal.SIGURG, previous)
-    changed_limits = sorted(k for k, v in _own_limits().items() if parent_limits.get(k) != v)
-    for name in changed_limits:  # put the parent back as it was
+    return _ChildRun(run, watch, left_behind, len(sigurg), main_thread)
+
+
+def _restore_parent(
+    limits: dict[str, tuple[int, int]], priority: int | None
+) -> tuple[list[str], int | None]:
+    """The parent's limits that changed and its priority now; both put back as they were."""
+    changed = sorted(k for k, v in _own_limits().items() if limits.get(k) != v)
+    for name in changed:
         with contextlib.suppress(OSError, ValueError):
-            resource.setrlimit(getattr(resource, name), parent_limits[name])
-    priority_now = _priority(os.getpid())
-    if priority_now != parent_priority and parent_priority is not None:
+            resource.setrlimit(getattr(resource, name), limits[name])
+    now = _priority(os.getpid())
+    if now != priority and priority is not None:
         with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, os.getpid(), parent_priority)
+            os.setpriority(os.PRIO_PROCESS, os.getpid(), priority)
+    return changed, now
+
+
+def child_report(stdout: bytes) -> tuple[dict[str, str], dict[str, str]]:
+    """The probe child's report: (what each attempt got, what each watch saw).
+
+    Empty attempts unless stdout is one JSON object marked ``done`` (a child that did not
+    finish, or wrote anything else, reported nothing).
+    """
+    try:
+        report = json.loads(stdout)
+        attempts: dict[str, str] = report["attempts"] if report.get("done") is True else {}
+        seen_by: dict[str, str] = {k: str(v) for k, v in dict(report.get("seen", {})).items()}
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return {}, {}
+    return attempts, seen_by
+
+
+def finished(attempts: dict[str, str], skipped: frozenset[str]) -> bool:
+    """Whether the child reported every probe it was given (``skipped``: writes with no target)."""
+    return set(PROBE_NAMES) - skipped <= set(attempts)
+
+
+def _observe(backend: ChildBackend, t: _Targets, info: BackendInfo, timeout_s: float) -> Observed:
+    """Plant, start the sibling, run the probe child, then read every target's state."""
+    before = {name: _snapshot(path) for name, path in t.victims.items()}
+    env_source = dict(os.environ) | t.secrets
+    parent_limits = _own_limits()
+    parent_priority = _priority(os.getpid())
+    victim_limits = _proc_limits(t.limits_victim.pid)
+    victim_priority = _priority(t.limits_victim.pid)
+    t.zygote_pid = backend.zygote_pid()
+    plant_nonce = f"harness-planted-{secrets.token_hex(16)}"
+    plant = backend.exec_file(
+        _PROBE_CHILD, stdin=json.dumps({"plant": plant_nonce}).encode(), timeout_s=timeout_s
+    )
+    sibling = _Sibling(backend, timeout_s)
+    t.sibling_pid = sibling.pid()
+    child = _run_child(backend, t, env_source, timeout_s)
+    run, watch = child.run, child.watch
+    changed_limits, priority_now = _restore_parent(parent_limits, parent_priority)
     sibling_run = sibling.result()
     time.sleep(0.05)  # anything the child left to outlive it has had time to show itself
     leader = watch.leader
     outlived = [] if leader is None else _session_members(leader, include_zombies=False)
     zygote_alive = t.zygote_pid is None or _alive(t.zygote_pid)
-    zygote_state = _zygote_state(t.zygote_pid, child_env(os.environ))
+    zygote_readable, zygote_breach = _read_zygote_state(t.zygote_pid, child_env(os.environ))
     decoy_status = t.decoy.poll()
-    output = (run.stdout + b"\n" + run.stderr).decode("latin-1")
-    try:
-        report = json.loads(run.stdout)
-        attempts: dict[str, str] = report["attempts"] if report.get("done") is True else {}
-        seen_by: dict[str, str] = {k: str(v) for k, v in dict(report.get("seen", {})).items()}
-    except (ValueError, TypeError, AttributeError, KeyError):
-        attempts, seen_by = {}, {}
-    complete = set(PROBE_NAMES) - {n for n, p in t.creates.items() if p is None} <= set(attempts)
-
-    results: list[ProbeResult] = []
-
-    def judge(
-        name: str,
-        target: str,
-        breached: str | None,
-        held: str,
-        *,
-        applicable: bool = True,
-        why_not: str = "this machine has no such target",
-        inconclusive: str | None = None,
-    ) -> None:
-        saw = attempts.get(name, "no report")
-        if not applicable:
-            verdict, truth = ProbeVerdict.NOT_APPLICABLE, why_not
-        elif inconclusive is not None and not breached:
-            verdict, truth = ProbeVerdict.INCONCLUSIVE, inconclusive
-        elif breached:
-            verdict, truth = ProbeVerdict.ALLOWED, breached
-        elif not complete:
-            verdict = ProbeVerdict.INCONCLUSIVE
-            truth = f"the probe child did not finish (exit status {run.exit_status})"
-        else:
-            verdict, truth = ProbeVerdict.DENIED, held
-        results.append(
-            ProbeResult(
-                name=name, target=target, verdict=verdict, ground_truth=truth, child_saw=saw
-            )
-        )
-
-    def count(what: str, n: int) -> str | None:
-        return f"{n} {what} arrived at the parent's listener" if n else None
-
-    nothing_arrived = "nothing arrived at the parent's listener"
-    judge(
-        "tcp_loopback",
-        f"127.0.0.1:{t.tcp.getsockname()[1]}/tcp",
-        count("connection(s)", _drain_stream(t.tcp)),
-        nothing_arrived,
+    attempts, seen_by = child_report(run.stdout)
+    skipped = frozenset(n for n, p in t.creates.items() if p is None)
+    sysv = t.sysv
+    return Observed(
+        exit_status=run.exit_status,
+        output=(run.stdout + b"\n" + run.stderr).decode("latin-1"),
+        attempts=attempts,
+        seen_by=seen_by,
+        complete=finished(attempts, skipped),
+        tcp_port=t.tcp.getsockname()[1],
+        tcp_arrived=_drain_stream(t.tcp),
+        udp_port=t.udp.getsockname()[1],
+        udp_arrived=_drain_datagrams(t.udp),
+        unix_path=t.unix_path,
+        unix_arrived=_drain_stream(t.unix),
+        abstract_name=t.abstract_name,
+        abstract_arrived=_drain_stream(t.abstract),
+        creates={n: None if p is None else str(p) for n, p in t.creates.items()},
+        created=tuple(n for n, p in t.creates.items() if p is not None and os.path.lexists(p)),
+        victims={n: str(p) for n, p in t.victims.items()},
+        victim_changes={n: _diff(before[n], _snapshot(p)) for n, p in t.victims.items()},
+        xattr_supported=t.xattr_supported,
+        secrets=dict(t.secrets),
+        parent_pid=os.getpid(),
+        parent_entries=tuple(_parent_environ_entries(child_env(env_source))),
+        decoy_pid=t.decoy.pid,
+        decoy_secret=t.decoy_secret,
+        decoy_status=decoy_status,
+        environ_readable=t.environ_readable(),
+        credential_file=str(t.credential_file),
+        file_secret=t.file_secret,
+        left_behind=tuple(child.left_behind),
+        spawned=tuple(f"{pid}:{name}" for pid, name in sorted(watch.others.items())),
+        changed_limits=tuple(changed_limits),
+        limits_victim_pid=t.limits_victim.pid,
+        victim_limits_before=victim_limits,
+        victim_limits_after=_proc_limits(t.limits_victim.pid),
+        parent_priority=parent_priority,
+        parent_priority_after=priority_now,
+        victim_priority=victim_priority,
+        victim_priority_after=_priority(t.limits_victim.pid),
+        sigurg=child.sigurg,
+        main_thread=child.main_thread,
+        sigio_victim_pid=t.sigio_victim.pid,
+        sigio_status=t.sigio_victim.poll(),
+        sysv_ready=sysv.ready,
+        shm_id=sysv.shm_id,
+        msg_id=sysv.msg_id,
+        sem_id=sysv.sem_id,
+        shm_breach=sysv.shm_breach() if sysv.ready else None,
+        msg_breach=sysv.msg_breach() if sysv.ready else None,
+        sem_breach=sysv.sem_breach() if sysv.ready else None,
+        shm_secret=sysv.shm_secret.decode(),
+        msg_secret=sysv.msg_secret.decode(),
+        watched_dir=str(t.watched),
+        watch_names=tuple(t.watch_names),
+        watch_control=t.watch_control,
+        max_shmem_growth=watch.max_shmem_growth,
+        max_rss_bytes=run.max_rss_bytes,
+        max_threads=watch.max_threads,
+        task_cap=(info.limits or {}).get("tasks"),
+        plant_nonce=plant_nonce,
+        planted=plant.exit_status == 0 and plant.stdout == f"planted {plant_nonce}".encode(),
+        plant_exit_status=plant.exit_status,
+        sibling_pid=t.sibling_pid,
+        sibling=sibling_run,
+        sibling_traced=watch.traced.get("sibling"),
+        zygote_pid=t.zygote_pid,
+        zygote_alive=zygote_alive,
+        zygote_traced=watch.traced.get("zygote"),
+        outlived=tuple(outlived),
+        zygote_readable=zygote_readable,
+        zygote_breach=zygote_breach,
     )
-    judge(
-        "udp_loopback",
-        f"127.0.0.1:{t.udp.getsockname()[1]}/udp",
-        count("datagram(s)", _drain_datagrams(t.udp)),
-        nothing_arrived,
+
+
+# --- judging: one pure function per probe ---------------------------------------------------------
+
+
+class ProbeFinding(NamedTuple):
+    """A judge's reading of the observation for one probe; ``judge`` turns it into a verdict.
+
+    ``breach`` is what got through (None: nothing did), ``held`` the ground truth when nothing
+    did; ``applicable`` is false when this machine has no such target (``why_not`` says why);
+    ``inconclusive`` says why nothing can be concluded when nothing got through.
+    """
+
+    target: str
+    breach: str | None
+    held: str
+    applicable: bool = True
+    why_not: str = "this machine has no such target"
+    inconclusive: str | None = None
+
+
+Judge = Callable[[Observed], ProbeFinding]
+
+
+class Probe(NamedTuple):
+    """One row of ``PROBES``: the probe's name, what the child attempts, and its judge.
+
+    Every probe is attempted by the one confined probe child (``_probe_child.py``); the
+    positive control runs before it, the planting call before it and the sibling call beside
+    it. ``optional`` probes may be "not applicable" on a machine without the target.
+    """
+
+    name: str
+    attempt: str
+    judge: Judge
+    optional: bool = False
+
+
+def judge(probe: Probe, observed: Observed) -> ProbeResult:
+    """The verdict of ``probe`` on ``observed``.
+
+    Not applicable when the target is missing; allowed when anything got through; otherwise
+    inconclusive when the judge says so or the child did not finish; otherwise denied.
+    """
+    finding = probe.judge(observed)
+    if not finding.applicable:
+        verdict, truth = ProbeVerdict.NOT_APPLICABLE, finding.why_not
+    elif finding.inconclusive is not None and not finding.breach:
+        verdict, truth = ProbeVerdict.INCONCLUSIVE, finding.inconclusive
+    elif finding.breach:
+        verdict, truth = ProbeVerdict.ALLOWED, finding.breach
+    elif not observed.complete:
+        verdict = ProbeVerdict.INCONCLUSIVE
+        truth = f"the probe child did not finish (exit status {observed.exit_status})"
+    else:
+        verdict, truth = ProbeVerdict.DENIED, finding.held
+    return ProbeResult(
+        name=probe.name,
+        target=finding.target,
+        verdict=verdict,
+        ground_truth=truth,
+        child_saw=observed.attempts.get(probe.name, "no report"),
     )
-    judge(
-        "unix_socket_path",
-        t.unix_path,
-        count("connection(s)", _drain_stream(t.unix)),
-        nothing_arrived,
+
+
+_NOTHING_ARRIVED: Final = "nothing arrived at the parent's listener"
+_NOTHING_LEAKED: Final = "no secret in the child's stdout or stderr"
+_NO_SYSV: Final = "this machine offers no SysV IPC to the parent"
+_NONCE_SEEN: Final = "the child's output holds the {} nonce"
+
+
+def _arrived(what: str, n: int) -> str | None:
+    return f"{n} {what} arrived at the parent's listener" if n else None
+
+
+def _tcp_loopback(o: Observed) -> ProbeFinding:
+    target = f"127.0.0.1:{o.tcp_port}/tcp"
+    return ProbeFinding(target, _arrived("connection(s)", o.tcp_arrived), _NOTHING_ARRIVED)
+
+
+def _udp_loopback(o: Observed) -> ProbeFinding:
+    target = f"127.0.0.1:{o.udp_port}/udp"
+    return ProbeFinding(target, _arrived("datagram(s)", o.udp_arrived), _NOTHING_ARRIVED)
+
+
+def _unix_socket_path(o: Observed) -> ProbeFinding:
+    return ProbeFinding(o.unix_path, _arrived("connection(s)", o.unix_arrived), _NOTHING_ARRIVED)
+
+
+def _unix_socket_abstract(o: Observed) -> ProbeFinding:
+    target = "@" + o.abstract_name
+    return ProbeFinding(target, _arrived("connection(s)", o.abstract_arrived), _NOTHING_ARRIVED)
+
+
+def _write(name: str, o: Observed) -> ProbeFinding:
+    path = o.creates[name]
+    made = path is not None and name in o.created
+    return ProbeFinding(
+        path if path is not None else _SYSTEM_WRITE_DIRS.get(name, ""),
+        f"{path} was created" if made else None,
+        "no file appeared",
+        applicable=path is not None,
     )
-    judge(
-        "unix_socket_abstract",
-        "@" + t.abstract_name,
-        count("connection(s)", _drain_stream(t.abstract)),
-        nothing_arrived,
+
+
+def _victim(name: str, o: Observed) -> ProbeFinding:
+    changed = o.victim_changes[name]
+    return ProbeFinding(
+        o.victims[name],
+        f"the victim changed: {changed}" if changed else None,
+        "the victim is unchanged (content, mode, mtime, xattrs)",
+        applicable=name != "victim_xattr" or o.xattr_supported,
     )
-    for name in ("write_cwd", "write_tmp", "write_var_tmp", "write_dev_shm", "write_store"):
-        path = t.creates[name]
-        made = path is not None and os.path.lexists(path)
-        judge(
-            name,
-            str(path) if path is not None else _SYSTEM_WRITE_DIRS.get(name, ""),
-            f"{path} was created" if made else None,
-            "no file appeared",
-            applicable=path is not None,
-        )
-    for name, path in t.victims.items():
-        changed = _diff(before[name], _snapshot(path))
-        judge(
-            name,
-            str(path),
-            f"the victim changed: {changed}" if changed else None,
-            "the victim is unchanged (content, mode, mtime, xattrs)",
-            applicable=name != "victim_xattr" or t.xattr_supported,
-        )
-    nothing_leaked = "no secret in the child's stdout or stderr"
-    leaked = [name for name, value in t.secrets.items() if value in output]
-    judge(
-        "credential_env",
+
+
+def _credential_env(o: Observed) -> ProbeFinding:
+    leaked = [name for name, value in o.secrets.items() if value in o.output]
+    return ProbeFinding(
         ", ".join(_PLANTED_ENV),
         f"the child's output holds {', '.join(leaked)}" if leaked else None,
-        nothing_leaked,
+        _NOTHING_LEAKED,
     )
-    parent_entries = _parent_environ_entries(child_env(env_source))
-    leaks = [e.split("=", 1)[0] for e in parent_entries if e in output]
-    if t.decoy_secret in output:
-        leaks.append(f"pid {t.decoy.pid}'s HARNESS_PROBE_DECOY_CREDENTIAL")
-    judge(
-        "parent_environ",
-        f"/proc/{os.getpid()}/environ, /proc/{t.decoy.pid}/environ",
+
+
+def _parent_environ(o: Observed) -> ProbeFinding:
+    leaks = [e.split("=", 1)[0] for e in o.parent_entries if e in o.output]
+    if o.decoy_secret in o.output:
+        leaks.append(f"pid {o.decoy_pid}'s HARNESS_PROBE_DECOY_CREDENTIAL")
+    return ProbeFinding(
+        f"/proc/{o.parent_pid}/environ, /proc/{o.decoy_pid}/environ",
         f"the child's output holds {', '.join(leaks)}" if leaks else None,
-        nothing_leaked,
-        applicable=t.environ_readable(),
+        _NOTHING_LEAKED,
+        applicable=o.environ_readable,
     )
-    judge(
-        "credential_file",
-        str(t.credential_file),
-        "the child's output holds the file's secret" if t.file_secret in output else None,
-        nothing_leaked,
+
+
+def _credential_file(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        o.credential_file,
+        "the child's output holds the file's secret" if o.file_secret in o.output else None,
+        _NOTHING_LEAKED,
     )
-    judge(
-        "signal_other",
-        f"pid {t.decoy.pid} (same user)",
-        f"it died with status {decoy_status}" if decoy_status is not None else None,
+
+
+def _signal_other(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        f"pid {o.decoy_pid} (same user)",
+        f"it died with status {o.decoy_status}" if o.decoy_status is not None else None,
         "the process is still alive",
     )
-    spawned = [f"{pid}:{name}" for pid, name in sorted(watch.others.items())]
-    seen = sorted(set(left_behind) | set(spawned))
-    judge(
-        "spawn_subprocess",
+
+
+def _spawn_subprocess(o: Observed) -> ProbeFinding:
+    seen = sorted(set(o.left_behind) | set(o.spawned))
+    return ProbeFinding(
         "exec and fork",
         f"in its session: {', '.join(seen)}" if seen else None,
         "no other process in the child's session while it ran or after",
     )
-    judge(
-        "prlimit_parent",
-        f"pid {os.getpid()} (the parent) RLIMIT_RTTIME",
-        f"the parent's limits changed: {', '.join(changed_limits)}" if changed_limits else None,
+
+
+def _prlimit_parent(o: Observed) -> ProbeFinding:
+    changed = o.changed_limits
+    return ProbeFinding(
+        f"pid {o.parent_pid} (the parent) RLIMIT_RTTIME",
+        f"the parent's limits changed: {', '.join(changed)}" if changed else None,
         "the parent's limits are unchanged",
     )
-    victim_limits_now = _proc_limits(t.limits_victim.pid)
-    judge(
-        "prlimit_victim",
-        f"pid {t.limits_victim.pid} (a victim) RLIMIT_NOFILE",
-        "the victim's /proc limits changed" if victim_limits_now != victim_limits else None,
+
+
+def _prlimit_victim(o: Observed) -> ProbeFinding:
+    changed = o.victim_limits_after != o.victim_limits_before
+    return ProbeFinding(
+        f"pid {o.limits_victim_pid} (a victim) RLIMIT_NOFILE",
+        "the victim's /proc limits changed" if changed else None,
         "the victim's /proc limits are unchanged",
     )
-    judge(
-        "setpriority_parent",
-        f"pid {os.getpid()} (the parent)",
-        f"the parent's nice value went from {parent_priority} to {priority_now}"
-        if priority_now != parent_priority
-        else None,
+
+
+def _setpriority_parent(o: Observed) -> ProbeFinding:
+    before, after = o.parent_priority, o.parent_priority_after
+    return ProbeFinding(
+        f"pid {o.parent_pid} (the parent)",
+        f"the parent's nice value went from {before} to {after}" if after != before else None,
         "the parent's nice value is unchanged",
     )
-    victim_priority_now = _priority(t.limits_victim.pid)
-    judge(
-        "setpriority_victim",
-        f"pid {t.limits_victim.pid} (a victim)",
-        f"the victim's nice value went from {victim_priority} to {victim_priority_now}"
-        if victim_priority_now != victim_priority
-        else None,
+
+
+def _setpriority_victim(o: Observed) -> ProbeFinding:
+    before, after = o.victim_priority, o.victim_priority_after
+    return ProbeFinding(
+        f"pid {o.limits_victim_pid} (a victim)",
+        f"the victim's nice value went from {before} to {after}" if after != before else None,
         "the victim's nice value is unchanged",
     )
-    judge(
-        "sigio_parent",
-        f"pid {os.getpid()} (the parent), SIGURG by F_SETOWN/FIOSETOWN",
-        f"{len(sigurg)} SIGURG reached the parent" if sigurg else None,
+
+
+def _sigio_parent(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        f"pid {o.parent_pid} (the parent), SIGURG by F_SETOWN/FIOSETOWN",
+        f"{o.sigurg} SIGURG reached the parent" if o.sigurg else None,
         "no SIGURG reached the parent",
-        applicable=main_thread,
+        applicable=o.main_thread,
         why_not="only the main thread can catch the signal",
     )
-    sigio_status = t.sigio_victim.poll()
-    judge(
-        "sigio_victim",
-        f"pid {t.sigio_victim.pid} (a victim), SIGKILL by F_SETOWN/FIOSETOWN",
-        f"it died with status {sigio_status}" if sigio_status is not None else None,
+
+
+def _sigio_victim(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        f"pid {o.sigio_victim_pid} (a victim), SIGKILL by F_SETOWN/FIOSETOWN",
+        f"it died with status {o.sigio_status}" if o.sigio_status is not None else None,
         "the victim is still alive",
     )
-    sysv_why = "this machine offers no SysV IPC to the parent"
-    nonce_seen = "the child's output holds the {} nonce"
-    shm = t.sysv.shm_breach() if t.sysv.ready else None
-    if t.sysv.ready and t.sysv.shm_secret.decode() in output:
-        shm = nonce_seen.format("segment's")
-    judge(
-        "sysv_shm",
-        f"SysV segment {t.sysv.shm_id} (the parent's, 0600): read, overwrite, remove",
-        shm,
+
+
+def _sysv_shm(o: Observed) -> ProbeFinding:
+    breach = o.shm_breach
+    if o.sysv_ready and o.shm_secret in o.output:
+        breach = _NONCE_SEEN.format("segment's")
+    return ProbeFinding(
+        f"SysV segment {o.shm_id} (the parent's, 0600): read, overwrite, remove",
+        breach,
         "the segment is there, unchanged, and its nonce is not in the child's output",
-        applicable=t.sysv.ready,
-        why_not=sysv_why,
+        applicable=o.sysv_ready,
+        why_not=_NO_SYSV,
     )
-    msg = t.sysv.msg_breach() if t.sysv.ready else None
-    if t.sysv.ready and t.sysv.msg_secret.decode() in output:
-        msg = nonce_seen.format("queued message's")
-    judge(
-        "sysv_msg",
-        f"SysV queue {t.sysv.msg_id} (the parent's, 0600): receive, remove",
-        msg,
+
+
+def _sysv_msg(o: Observed) -> ProbeFinding:
+    breach = o.msg_breach
+    if o.sysv_ready and o.msg_secret in o.output:
+        breach = _NONCE_SEEN.format("queued message's")
+    return ProbeFinding(
+        f"SysV queue {o.msg_id} (the parent's, 0600): receive, remove",
+        breach,
         "the message is still queued and its nonce is not in the child's output",
-        applicable=t.sysv.ready,
-        why_not=sysv_why,
+        applicable=o.sysv_ready,
+        why_not=_NO_SYSV,
     )
-    judge(
-        "sysv_sem",
-        f"SysV semaphore {t.sysv.sem_id} (the parent's, 0600): set, remove",
-        t.sysv.sem_breach() if t.sysv.ready else None,
+
+
+def _sysv_sem(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        f"SysV semaphore {o.sem_id} (the parent's, 0600): set, remove",
+        o.sem_breach,
         f"the semaphore is there with its value {_SEM_VALUE}",
-        applicable=t.sysv.ready,
-        why_not=sysv_why,
+        applicable=o.sysv_ready,
+        why_not=_NO_SYSV,
     )
-    watched_seen = [name for name in t.watch_names if name in output]
-    for name, how in (("inotify_watch", "inotify"), ("fanotify_watch", "fanotify")):
-        # A name the report files under the other mechanism alone is that one's; any other
-        # name in the output counts against both (never denied for what a child could do).
-        other = seen_by.get("fanotify_watch" if name == "inotify_watch" else "inotify_watch", "")
-        mine = seen_by.get(name, "")
-        against = [n for n in watched_seen if n in mine or n not in other]
-        judge(
-            name,
-            f"{t.watched} ({how}), {len(t.watch_names)} secret names created while it ran",
-            f"the child's output holds {len(against)} of the secret names" if against else None,
-            "no name created in the directory is in the child's output",
-            applicable=t.watch_control,
-            why_not="inotify does not report to the parent itself here",
-            inconclusive=None if t.watch_names else "no name was created while the child ran",
-        )
-    judge(
-        "memfd_huge",
+
+
+def _watch_names(name: str, how: str, other: str, o: Observed) -> ProbeFinding:
+    # A name the report files under the other mechanism alone is that one's; any other name
+    # in the output counts against both (never denied for what a child could do).
+    theirs, mine = o.seen_by.get(other, ""), o.seen_by.get(name, "")
+    against = [n for n in o.watch_names if n in o.output and (n in mine or n not in theirs)]
+    return ProbeFinding(
+        f"{o.watched_dir} ({how}), {len(o.watch_names)} secret names created while it ran",
+        f"the child's output holds {len(against)} of the secret names" if against else None,
+        "no name created in the directory is in the child's output",
+        applicable=o.watch_control,
+        why_not="inotify does not report to the parent itself here",
+        inconclusive=None if o.watch_names else "no name was created while the child ran",
+    )
+
+
+def _memfd_huge(o: Observed) -> ProbeFinding:
+    grew = o.max_shmem_growth
+    return ProbeFinding(
         "2 GiB written into memfds",
-        f"shared memory grew by {watch.max_shmem_growth >> 20} MiB while it ran"
-        if watch.max_shmem_growth >= _GIB
-        else None,
-        f"shared memory grew by at most {max(watch.max_shmem_growth, 0) >> 20} MiB",
+        f"shared memory grew by {grew >> 20} MiB while it ran" if grew >= _GIB else None,
+        f"shared memory grew by at most {max(grew, 0) >> 20} MiB",
     )
-    judge(
-        "memory_2gib",
-        "2 GiB of memory filled",
-        f"its peak resident memory was {run.max_rss_bytes >> 20} MiB"
-        if run.max_rss_bytes >= 2 * _GIB
-        else None,
-        f"its peak resident memory was {run.max_rss_bytes >> 20} MiB",
+
+
+def _memory_2gib(o: Observed) -> ProbeFinding:
+    peak = f"its peak resident memory was {o.max_rss_bytes >> 20} MiB"
+    return ProbeFinding(
+        "2 GiB of memory filled", peak if o.max_rss_bytes >= 2 * _GIB else None, peak
     )
-    limits = info.limits or {}
-    judge(
-        "threads_300",
-        f"{_THREADS_TARGET} threads (cap {limits.get('tasks')})",
-        f"it had {watch.max_threads} threads at once"
-        if watch.max_threads >= _THREADS_TARGET
-        else None,
-        f"it had at most {watch.max_threads} threads at once",
-        applicable=limits.get("tasks") is not None,
+
+
+def _threads_300(o: Observed) -> ProbeFinding:
+    most = o.max_threads
+    return ProbeFinding(
+        f"{_THREADS_TARGET} threads (cap {o.task_cap})",
+        f"it had {most} threads at once" if most >= _THREADS_TARGET else None,
+        f"it had at most {most} threads at once",
+        applicable=o.task_cap is not None,
         why_not=f"task cap {NO_TASK_CAP}",
     )
-    judge(
-        "earlier_call_state",
+
+
+def _earlier_call_state(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
         "an earlier call's environment, module state, memory and open pipe",
-        "the child's output holds the earlier call's nonce" if plant_nonce in output else None,
+        "the child's output holds the earlier call's nonce" if o.plant_nonce in o.output else None,
         "nothing of the earlier call in the child's environment, memory or descriptors",
-        inconclusive=None if planted else f"the planting call did not plant ({plant.exit_status})",
+        inconclusive=None
+        if o.planted
+        else f"the planting call did not plant ({o.plant_exit_status})",
     )
-    sibling_ok = sibling_run is not None and (
-        sibling_run.exit_status == 0 and sibling_run.stdout == _SIBLING_DONE
-    )
-    sibling_traced = watch.traced.get("sibling")
-    sibling_killed = sibling_run is not None and sibling_run.exit_status < 0
-    judge(
-        "signal_sibling",
-        f"pid {t.sibling_pid} (a concurrent call), SIGKILL and ptrace",
-        f"the sibling was killed ({_sibling_summary(sibling_run)})"
-        if sibling_killed
-        else f"the sibling was traced by pid {sibling_traced}"
-        if sibling_traced is not None
-        else None,
+
+
+def _sibling_summary(run: RunResult | None) -> str:
+    if run is None:
+        return "it did not run"
+    return f"exit status {run.exit_status}, stdout {run.stdout[:60]!r}"
+
+
+def _signal_sibling(o: Observed) -> ProbeFinding:
+    run = o.sibling
+    ran_as_planned = run is not None and run.exit_status == 0 and run.stdout == _SIBLING_DONE
+    if run is not None and run.exit_status < 0:
+        breach: str | None = f"the sibling was killed ({_sibling_summary(run)})"
+    elif o.sibling_traced is not None:
+        breach = f"the sibling was traced by pid {o.sibling_traced}"
+    else:
+        breach = None
+    return ProbeFinding(
+        f"pid {o.sibling_pid} (a concurrent call), SIGKILL and ptrace",
+        breach,
         "the sibling call finished normally and was never traced",
         inconclusive=None
-        if sibling_ok
-        else f"the sibling call did not run as planned ({_sibling_summary(sibling_run)})",
+        if ran_as_planned
+        else f"the sibling call did not run as planned ({_sibling_summary(run)})",
     )
-    zygote_traced = watch.traced.get("zygote")
-    judge(
-        "signal_zygote",
-        f"pid {t.zygote_pid} (the zygote), SIGKILL and ptrace",
-        "the zygote is gone"
-        if not zygote_alive
-        else f"the zygote was traced by pid {zygote_traced}"
-        if zygote_traced is not None
-        else None,
+
+
+def _signal_zygote(o: Observed) -> ProbeFinding:
+    if not o.zygote_alive:
+        breach: str | None = "the zygote is gone"
+    elif o.zygote_traced is not None:
+        breach = f"the zygote was traced by pid {o.zygote_traced}"
+    else:
+        breach = None
+    return ProbeFinding(
+        f"pid {o.zygote_pid} (the zygote), SIGKILL and ptrace",
+        breach,
         "the zygote is alive and was never traced",
-        applicable=t.zygote_pid is not None,
+        applicable=o.zygote_pid is not None,
         why_not="no zygote: this backend spawns every child",
     )
-    judge(
-        "outlive_reply",
+
+
+def _outlive_reply(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
         "clone(CLONE_PARENT) and fork, then reply",
-        f"alive after the reply: {', '.join(outlived)}" if outlived else None,
+        f"alive after the reply: {', '.join(o.outlived)}" if o.outlived else None,
         "no process of the call's session (a clone(CLONE_PARENT) sibling stays in it) was "
         "left after its reply",
     )
-    judge(
-        "zygote_state",
-        f"/proc/{t.zygote_pid}/environ and /proc/{t.zygote_pid}/fd",
-        zygote_state[1],
+
+
+def _zygote_state(o: Observed) -> ProbeFinding:
+    return ProbeFinding(
+        f"/proc/{o.zygote_pid}/environ and /proc/{o.zygote_pid}/fd",
+        o.zygote_breach,
         "the zygote's environment is the allowlist and its descriptors are /dev/null, sockets "
         "and pidfds only",
-        applicable=zygote_state[0],
+        applicable=o.zygote_readable,
         why_not="no zygote, or its /proc files are not readable by this user",
     )
-    return ProbeReport(
-        backend=info,
-        positive_control=control,
-        probes=tuple(results),
-        child_exit_status=run.exit_status,
-    )
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+PROBES: Final = (
+    Probe("tcp_loopback", "connect to the parent's TCP listener on 127.0.0.1", _tcp_loopback),
+    Probe("udp_loopback", "send a datagram to the parent's UDP socket on 127.0.0.1", _udp_loopback),
+    Probe("unix_socket_path", "connect to the parent's Unix socket by path", _unix_socket_path),
+    Probe(
+        "unix_socket_abstract",
+        "connect to the parent's abstract Unix socket by name",
+        _unix_socket_abstract,
+    ),
+    Probe("write_cwd", "create a file in its working directory", partial(_write, "write_cwd")),
+    Probe("write_tmp", "create a file in /tmp", partial(_write, "write_tmp")),
+    Probe(
+        "write_var_tmp",
+        "create a file in /var/tmp",
+        partial(_write, "write_var_tmp"),
+        optional=True,
+    ),
+    Probe(
+        "write_dev_shm",
+        "create a file in /dev/shm",
+        partial(_write, "write_dev_shm"),
+        optional=True,
+    ),
+    Probe("write_store", "create a file in the store directory", partial(_write, "write_store")),
+    Probe("victim_modify", "write into a victim file", partial(_victim, "victim_modify")),
+    Probe("victim_truncate", "truncate a victim file", partial(_victim, "victim_truncate")),
+    Probe("victim_chmod", "chmod a victim file", partial(_victim, "victim_chmod")),
+    Probe("victim_utime", "set a victim file's times", partial(_victim, "victim_utime")),
+    Probe(
+        "victim_xattr",
+        "set a user extended attribute on a victim file",
+        partial(_victim, "victim_xattr"),
+        optional=True,
+    ),
+    Probe("victim_unlink", "unlink a victim file", partial(_victim, "victim_unlink")),
+    Probe(
+        "credential_env",
+        "read the credentials planted in the environment it was offered (/proc/self/environ)",
+        _credential_env,
+    ),
+    Probe(
+        "parent_environ",
+        "read the environment of its parent and of another process of the same user",
+        _parent_environ,
+        optional=True,
+    ),
+    Probe("credential_file", "read a credential file of the parent's", _credential_file),
+    Probe("signal_other", "signal another process of the same user", _signal_other),
+    Probe("spawn_subprocess", "exec a subprocess and fork", _spawn_subprocess),
+    Probe("prlimit_parent", "change the parent's RLIMIT_RTTIME (prlimit)", _prlimit_parent),
+    Probe("prlimit_victim", "change a victim process's RLIMIT_NOFILE (prlimit)", _prlimit_victim),
+    Probe("setpriority_parent", "change the parent's nice value", _setpriority_parent),
+    Probe("setpriority_victim", "change a victim process's nice value", _setpriority_victim),
+    Probe(
+        "sigio_parent",
+        "make I/O signal the parent (F_SETOWN/FIOSETOWN with F_SETSIG SIGURG)",
+        _sigio_parent,
+        optional=True,
+    ),
+    Probe(
+        "sigio_victim",
+        "make I/O kill a victim process (F_SETOWN/FIOSETOWN with F_SETSIG SIGKILL)",
+        _sigio_victim,
+    ),
+    Probe(
+        "sysv_shm",
+        "read, overwrite and remove the parent's SysV segment, by id",
+        _sysv_shm,
+        optional=True,
+    ),
+    Probe(
+        "sysv_msg",
+        "take the parent's queued SysV message and remove the queue, by id",
+        _sysv_msg,
+        optional=True,
+    ),
+    Probe(
+        "sysv_sem",
+        "reset and remove the parent's SysV semaphore, by id",
+        _sysv_sem,
+        optional=True,
+    ),
+    Probe(
+        "inotify_watch",
+        "watch a directory it cannot list with inotify while the parent creates secret names",
+        partial(_watch_names, "inotify_watch", "inotify", "fanotify_watch"),
+        optional=True,
+    ),
+    Probe(
+        "fanotify_watch",
+        "watch a directory it cannot list with fanotify while the parent creates secret names",
+        partial(_watch_names, "fanotify_watch", "fanotify", "inotify_watch"),
+        optional=True,
+    ),
+    Probe("memfd_huge", "write 2 GiB into memfds", _memfd_huge),
+    Probe("memory_2gib", "fill 2 GiB of memory", _memory_2gib),
+    Probe("threads_300", f"start {_THREADS_TARGET} threads", _threads_300, optional=True),
+    Probe(
+        "earlier_call_state",
+        "find what an earlier call planted (environment, module state, memory, an open pipe)",
+        _earlier_call_state,
+    ),
+    Probe(
+        "signal_sibling",
+        "kill or ptrace a concurrent call through the same backend",
+        _signal_sibling,
+    ),
+    Probe("signal_zygote", "kill or ptrace the zygote", _signal_zygote, optional=True),
+    Probe(
+        "outlive_reply",
+        "leave a process alive after its reply (clone(CLONE_PARENT), fork)",
+        _outlive_reply,
+    ),
+    Probe(
+        "zygote_state",
+        "nothing: the parent reads the zygote's environment and descriptors from outside",
+        _zygote_state,
+        optional=True,
+    ),
+)
+PROBE_NAMES: Final = tuple(probe.name for probe in PROBES)
+# Targets a machine may lack; each is judged "not applicable" only when the parent's own control
+# shows it cannot be reached at all (e.g. /proc/PID/environ where there is no /proc).
+# ``sigio_parent`` needs a signal handler, which only the main thread can install;
+# ``threads_300`` is not applicable to a tier that holds no task cap (``describe``: tasks null).
+_OPTIONAL: Final = frozenset(probe.name for probe in PROBES if probe.optional)
 
 
 def _rows(report: ProbeReport) -> Iterator[tuple[str, str, str, str, str]]:

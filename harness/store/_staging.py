@@ -1,8 +1,14 @@
-"""What a dead session's ``staging.log`` may add to the journal on resume: checked, never trusted.
+"""``staging.log``: the attempts of concurrent cells before their cell commits, and what a dead
+session's file may add to the journal on resume (checked, never trusted).
 
-``staging.log`` lies outside the chain (concurrent cells stage their attempts there and journal
-them when the cell commits), so on resume every line is checked against the chain before it is
-bound:
+A cell that is not the next to commit (``--max-cells`` > 1) stages each provider attempt: a line
+written and fsynced before the call is sent (``Staging.begin``), and one when it ends
+(``Staging.end``). When the cell commits, the writer journals its staged attempts in order
+(``Staging.take``), so the journal and the records are those of a sequential run. The writer
+(``_writer.RunStore``) owns one ``Staging`` and keeps the journal, the blobs and the commits.
+
+``staging.log`` lies outside the chain, so on resume every line of a dead session's file is
+checked against the chain before it is bound (``Staging.left_by_dead_session``):
 
 - shape: a begin line ``{"begin": k, "session": S, "row": r, "attempt": {...}}`` or an end
   line ``{"end": k, "outcome": {...}, "blobs": [...]}``, plain JSON; only the last line may be
@@ -19,21 +25,48 @@ last session entry: its cell committed, or the commit or an earlier migration wa
 or still to be journaled; an attempt of a committed row must be in the journal. Only attempts
 of uncommitted cells that the journal lacks are returned: each attempt is journaled once.
 
-Pure: bytes and chain facts in, attempts out; ``TamperError`` names the first bad line.
+The check (``staged_to_journal``) is pure: bytes and chain facts in, attempts out;
+``TamperError`` names the first bad line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence, Set
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from harness.canonical import NonCanonicalError, canonical_bytes
-from harness.errors import TamperError
+from harness.errors import (
+    AttemptStateError,
+    DurabilityError,
+    RecordInvalidError,
+    TamperError,
+    UnsafeFileError,
+)
+from harness.safeio import read_regular
+from harness.store._files import Durable
 
-__all__ = ["StagedAttempt", "begin_line", "check_cell", "end_line", "staged_to_journal"]
+__all__ = [
+    "STAGING",
+    "StagedAttempt",
+    "Staging",
+    "begin_line",
+    "check_cell",
+    "end_line",
+    "staged_to_journal",
+]
+
+STAGING: Final = "staging.log"
+"""Attempts of cells that are not the next to commit (concurrent runs): one JSON line each,
+fsynced before the call is sent; moved into the journal in schedule order when their cell
+commits, or as orphaned attempts of a dead session on resume (only those of uncommitted cells
+the journal lacks, after every line is checked). Outside the chain."""
+_MAX_STAGING: Final = 1 << 30
+_APPEND: Final = os.O_WRONLY | os.O_APPEND
 
 _BEGIN_KEYS = frozenset({"begin", "session", "row", "attempt"})
 _END_KEYS = frozenset({"end", "outcome", "blobs"})
@@ -178,3 +211,139 @@ def staged_to_journal(  # noqa: C901 - the checks of each staged line, as the mo
             StagedAttempt(attempt, None if end is None else end[0], () if end is None else end[1])
         )
     return todo
+
+
+class Staging:
+    """One writer's ``staging.log`` and the attempts staged in it that are not journaled yet.
+
+    The file is opened on the first staged line and written through the store's directory
+    descriptor. A failed write or fsync is reported to ``on_failure`` (the writer stops for
+    good) before it is raised. Not thread-safe: the writer's one task drives it.
+    """
+
+    def __init__(
+        self,
+        durable: Durable,
+        dir_fd: int,
+        rows: Sequence[Mapping[str, Any]],
+        on_failure: Callable[[DurabilityError], None],
+    ) -> None:
+        self._durable = durable
+        self._dir_fd = dir_fd
+        self._rows = rows
+        self._on_failure = on_failure
+        self._fd: int | None = None
+        self._staged: dict[int, StagedAttempt] = {}
+        self._count = 0
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self._fd is None:
+            self._fd = self._durable.open(STAGING, _APPEND | os.O_CREAT, STAGING, self._dir_fd)
+        try:
+            self._durable.write_all(self._fd, canonical_bytes(line) + b"\n", STAGING)
+            self._durable.fsync(self._fd, STAGING)
+        except DurabilityError as e:
+            self._on_failure(e)
+            raise
+
+    def begin(self, attempt: dict[str, Any], *, row: int, next_row: int, session: str) -> int:
+        """Stage (and fsync) ``attempt`` of schedule row ``row``; return its staging key.
+
+        Raises:
+            RecordInvalidError: ``row`` is committed (before ``next_row``) or not in the
+                schedule, or the attempt names another cell than the row's.
+            DurabilityError: the write or fsync failed.
+        """
+        if isinstance(row, bool) or not (next_row <= row < len(self._rows)):
+            raise RecordInvalidError(f"staged attempt for row {row!r}, not an uncommitted row")
+        mismatch = check_cell(self._rows[row], attempt)
+        if mismatch is not None:
+            raise RecordInvalidError(f"staged attempt for row {row} {mismatch}")
+        key = self._count
+        self._count += 1
+        self._write(begin_line(key, session, row, attempt))
+        self._staged[key] = StagedAttempt(attempt, None, ())
+        return key
+
+    def require_open(self, key: int) -> None:
+        """Raise ``AttemptStateError`` unless ``key`` is staged and has not ended."""
+        entry = self._staged.get(key)
+        if entry is None or entry.outcome is not None:
+            raise AttemptStateError(f"staged attempt {key} is not open in this writer")
+
+    def end(self, key: int, outcome: dict[str, Any], blobs: tuple[str, ...]) -> None:
+        """Stage (and fsync) how attempt ``key`` ended (checked values: the writer's).
+
+        Raises:
+            AttemptStateError: ``key`` is not staged, or already ended.
+            DurabilityError: the write or fsync failed.
+        """
+        self.require_open(key)
+        self._write(end_line(key, outcome, blobs))
+        self._staged[key] = self._staged[key]._replace(outcome=outcome, blobs=blobs)
+
+    def take(self, keys: Sequence[int], journal: Callable[[list[StagedAttempt]], None]) -> None:
+        """Hand the ended attempts ``keys``, in that order, to ``journal``, then forget them.
+
+        Raises:
+            AttemptStateError: a key is unknown or its attempt has not ended (nothing is
+                handed over).
+        """
+        staged = []
+        for key in keys:
+            entry = self._staged.get(key)
+            if entry is None or entry.outcome is None:
+                raise AttemptStateError(f"staged attempt {key} is unknown or not ended")
+            staged.append(entry)
+        if staged:
+            journal(staged)
+        for key in keys:
+            del self._staged[key]
+
+    def left_by_dead_session(
+        self,
+        *,
+        session: str | None,
+        next_row: int,
+        blobs: Set[str],
+        journaled: Sequence[Mapping[str, Any]],
+        where: str,
+    ) -> list[StagedAttempt] | None:
+        """The attempts a dead session's ``staging.log`` holds that the journal lacks (every
+        line checked by ``staged_to_journal``), or None when there is no such file.
+
+        Raises:
+            TamperError: the file is not a regular file, or a line contradicts the chain.
+        """
+        try:
+            data = read_regular(STAGING, _MAX_STAGING, dir_fd=self._dir_fd, what=STAGING)
+        except FileNotFoundError:
+            return None
+        except UnsafeFileError as e:
+            raise TamperError(f"{e} in {where}; the store is refused") from e
+        return staged_to_journal(
+            data,
+            session=session,
+            rows=self._rows,
+            next_row=next_row,
+            blobs=blobs,
+            journaled=journaled,
+            where=where,
+        )
+
+    def remove_file(self) -> None:
+        """Remove ``staging.log`` once the journal holds what it had (the directory fsynced)."""
+        os.unlink(STAGING, dir_fd=self._dir_fd)
+        self._durable.fsync(self._dir_fd, "the store directory")
+
+    def close(self, *, keep: bool) -> None:
+        """Close the file; remove it too unless ``keep`` or an attempt is still only staged."""
+        if self._fd is None:
+            return
+        if not keep and not self._staged:
+            # Every staged attempt is in the journal now: the staging file holds nothing new.
+            with contextlib.suppress(OSError):
+                os.unlink(STAGING, dir_fd=self._dir_fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        self._fd = None

@@ -1,4 +1,4 @@
-"""The single writer of a run store: blobs, the attempt journal, staged attempts, cell commits.
+"""The single writer of a run store: blobs, the attempt journal, cell commits.
 
 Commit protocol (one cell): write the whole record line with one call and fsync the log; then
 replace HEAD atomically (temp file, fsync, rename, directory fsync). A record is acknowledged
@@ -13,13 +13,13 @@ the exclusive lock. A failed write or fsync stops the writer for good (never ret
 This module does not decide what a result or an attempt means; callers may pass msgspec types
 to refuse unknown fields at commit. Creating a store lives in ``_create``, verifying and
 repairing one for resume in ``_repair``, checking what a value or schedule may be in
-``_values``, checking a dead session's staged attempts in ``_staging``; verification in
+``_values``, the staged attempts of concurrent cells (``staging.log``: staging them, and
+checking a dead session's) in ``_staging``, whose ``Staging`` the writer owns; verification in
 ``scan``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -72,7 +72,7 @@ from harness.store._model import (
     VerifyStatus,
 )
 from harness.store._repair import repair_for_resume
-from harness.store._staging import begin_line, check_cell, end_line, staged_to_journal
+from harness.store._staging import StagedAttempt, Staging
 from harness.store._values import environment_object, json_object, parse_schedule
 from harness.store.scan import require_store
 
@@ -80,16 +80,7 @@ __all__ = ["Resumed", "RunStore"]
 
 _log: Final = get_logger("harness.store")
 _APPEND: Final = os.O_WRONLY | os.O_APPEND
-STAGING: Final = "staging.log"
-"""Attempts of cells that are not the next to commit (concurrent runs): one JSON line each,
-fsynced before the call is sent; moved into the journal in schedule order when their cell
-commits, or as orphaned attempts of a dead session on resume (only those of uncommitted cells
-the journal lacks, after ``_staging`` checked every line). Outside the chain."""
-_MAX_STAGING: Final = 1 << 30
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY
-
-
-# --- the writer -------------------------------------------------------------------------------
 
 
 # --- the writer -------------------------------------------------------------------------------
@@ -135,9 +126,6 @@ class RunStore:
         self._journal_head = state.journal_head
         self._blobs = set(state.blobs)
         self._open: set[int] = set()
-        self._staged: dict[int, list[Any]] = {}
-        self._staging_fd: int | None = None
-        self._staged_count = 0
         # The digest of this writer's session entry: the chain position its staged lines name.
         self._session = state.journal_head
         self._result_type = result_type
@@ -160,6 +148,7 @@ class RunStore:
         except BaseException:
             self._close_files()
             raise
+        self._staging = Staging(durable, self._dir_fd, self._rows, self._stop)
 
     def _open_fd(self, name: str, flags: int, what: str) -> int:
         fd = self._durable.open(name, flags, what, dir_fd=self._dir_fd)
@@ -633,17 +622,7 @@ class RunStore:
         self._range = []
         return digest
 
-    # --- staged attempts (concurrent cells) -----------------------------------------------------
-
-    def _stage(self, line: dict[str, Any]) -> None:
-        if self._staging_fd is None:
-            self._staging_fd = self._open_fd(STAGING, _APPEND | os.O_CREAT, STAGING)
-        try:
-            self._durable.write_all(self._staging_fd, canonical_bytes(line) + b"\n", STAGING)
-            self._durable.fsync(self._staging_fd, STAGING)
-        except DurabilityError as e:
-            self._stop(e)
-            raise
+    # --- staged attempts (concurrent cells; the staging itself is ``_staging.Staging``) -------
 
     def stage_begin(self, attempt: Mapping[str, Any] | msgspec.Struct, *, row: int) -> int:
         """Stage (and fsync) an attempt of the cell of schedule row ``row``, which is not
@@ -658,20 +637,12 @@ class RunStore:
         Raises:
             RecordInvalidError: ``attempt`` is not plain JSON, ``row`` is committed or not in
                 the schedule, or the attempt names another cell than the row's.
+            DurabilityError: the write or fsync failed (the writer stops).
         """
         self._guard()
         obj = json_object(attempt, "attempt")
-        if isinstance(row, bool) or not (self._records - 1 <= row < len(self._rows)):
-            raise RecordInvalidError(f"staged attempt for row {row!r}, not an uncommitted row")
-        mismatch = check_cell(self._rows[row], obj)
-        if mismatch is not None:
-            raise RecordInvalidError(f"staged attempt for row {row} {mismatch}")
         assert self._session is not None  # a writer's journal starts with its session entry
-        key = self._staged_count
-        self._staged_count += 1
-        self._stage(begin_line(key, self._session, row, obj))
-        self._staged[key] = [obj, None, ()]
-        return key
+        return self._staging.begin(obj, row=row, next_row=self._records - 1, session=self._session)
 
     def stage_end(
         self,
@@ -682,13 +653,9 @@ class RunStore:
     ) -> None:
         """Stage (and fsync) how staged attempt ``key`` ended."""
         self._guard()
-        entry = self._staged.get(key)
-        if entry is None or entry[1] is not None:
-            raise AttemptStateError(f"staged attempt {key} is not open in this writer")
+        self._staging.require_open(key)
         obj = json_object(outcome, "outcome")
-        known = self._known_blobs(blobs, "stage_end")
-        self._stage(end_line(key, obj, known))
-        entry[1], entry[2] = obj, known
+        self._staging.end(key, obj, self._known_blobs(blobs, "stage_end"))
 
     def commit_staged(
         self,
@@ -706,36 +673,37 @@ class RunStore:
             (and whatever ``commit_cell`` raises)
         """
         self._guard()
-        staged = []
-        for key in keys:
-            entry = self._staged.get(key)
-            if entry is None or entry[1] is None:
-                raise AttemptStateError(f"staged attempt {key} is unknown or not ended")
-            staged.append(entry)
-        for obj, outcome, known in staged:
+        self._staging.take(keys, self._journal_staged)
+        return self.commit_cell(row_index, result, audit_group, blobs=blobs)
+
+    def _append_staged(self, staged: Sequence[StagedAttempt]) -> None:
+        """Append a begin entry, and an end entry when it ended, per staged attempt; no fsync."""
+        for attempt in staged:
             begin = self._journal_count
             self._append_journal(
-                BeginEntry(seq=begin, prev=self._journal_head, attempt=obj), sync=False
-            )
-            self._append_journal(
-                EndEntry(
-                    seq=self._journal_count,
-                    prev=self._journal_head,
-                    begin_seq=begin,
-                    outcome=outcome,
-                    blobs=known,
-                ),
+                BeginEntry(seq=begin, prev=self._journal_head, attempt=attempt.attempt),
                 sync=False,
             )
-        if staged:
-            try:
-                self._durable.fsync(self._journal_fd, JOURNAL)
-            except DurabilityError as e:
-                self._stop(e)
-                raise
-        for key in keys:
-            del self._staged[key]
-        return self.commit_cell(row_index, result, audit_group, blobs=blobs)
+            if attempt.outcome is not None:
+                self._append_journal(
+                    EndEntry(
+                        seq=self._journal_count,
+                        prev=self._journal_head,
+                        begin_seq=begin,
+                        outcome=attempt.outcome,
+                        blobs=attempt.blobs,
+                    ),
+                    sync=False,
+                )
+
+    def _journal_staged(self, staged: Sequence[StagedAttempt]) -> None:
+        """Journal a committing cell's staged attempts with one fsync."""
+        self._append_staged(staged)
+        try:
+            self._durable.fsync(self._journal_fd, JOURNAL)
+        except DurabilityError as e:
+            self._stop(e)
+            raise
 
     def _migrate_staging(
         self, session: str | None, since_session: Sequence[Mapping[str, Any]]
@@ -748,41 +716,18 @@ class RunStore:
         Raises:
             TamperError: a staged line contradicts the chain.
         """
-        try:
-            data = read_regular(STAGING, _MAX_STAGING, dir_fd=self._dir_fd, what=STAGING)
-        except FileNotFoundError:
-            return 0
-        except UnsafeFileError as e:
-            raise TamperError(f"{e} in {self._root}; the store is refused") from e
-        todo = staged_to_journal(
-            data,
+        todo = self._staging.left_by_dead_session(
             session=session,
-            rows=self._rows,
             next_row=self._records - 1,
             blobs=self._blobs,
             journaled=since_session,
             where=str(self._root),
         )
-        for staged in todo:
-            begin = self._journal_count
-            self._append_journal(
-                BeginEntry(seq=begin, prev=self._journal_head, attempt=staged.attempt),
-                sync=False,
-            )
-            if staged.outcome is not None:
-                self._append_journal(
-                    EndEntry(
-                        seq=self._journal_count,
-                        prev=self._journal_head,
-                        begin_seq=begin,
-                        outcome=staged.outcome,
-                        blobs=staged.blobs,
-                    ),
-                    sync=False,
-                )
+        if todo is None:
+            return 0
+        self._append_staged(todo)
         self._durable.fsync(self._journal_fd, JOURNAL)
-        os.unlink(STAGING, dir_fd=self._dir_fd)
-        self._durable.fsync(self._dir_fd, "the store directory")
+        self._staging.remove_file()
         return len(todo)
 
     # --- closing ------------------------------------------------------------------------------
@@ -800,10 +745,7 @@ class RunStore:
         if self._closed:
             return
         self._closed = True
-        if self._staging_fd is not None and not self._staged and self._stopped is None:
-            # Every staged attempt is in the journal now: the staging file holds nothing new.
-            with contextlib.suppress(OSError):
-                os.unlink(STAGING, dir_fd=self._dir_fd)
+        self._staging.close(keep=self._stopped is not None)
         self._close_files()
         self._lock.release()
 
