@@ -8,10 +8,11 @@ path (checked: ``harness.__file__`` must lie inside the worktree), the offline s
 - ``harness lock`` (the revision's own study lock) and ``harness lock --check``;
 - the full V2 study (``v2 run``), ``store verify --json``, ``audit --json``, ``v2 report`` and the
   ``export`` bundle;
-- the static study (``static run``), ``store verify --json``, ``static report`` and the
-  ``static export`` snapshot folders;
-- ``harness tasks`` and the benchmark manifest: the pinned ``schedules/benchmark-manifest.json``
-  and its regeneration by ``scripts/pin_benchmark.py`` (which must equal the pinned bytes).
+- the static study (``static run``), ``store verify --json``, ``audit --json``, ``static
+  report`` and the ``static export`` snapshot folders;
+- ``tasks list --json``, ``worlds show 01 --json`` and the benchmark manifest: the pinned
+  ``schedules/benchmark-manifest.json`` and its regeneration by ``scripts/pin_benchmark.py``
+  (which must equal the pinned bytes).
 
 Then it compares the two output trees file by file, byte for byte, after one normalisation, and
 exits 0 only when they are identical after it.
@@ -40,7 +41,8 @@ What differs by design, and how it is normalised:
   cells/s)``) blanked; stderr (the progress display) is kept but not compared.
 
 Anything else that differs is a failure, printed as the first differing file and line. The output
-trees are kept with ``--keep DIR``.
+trees are kept with ``--keep DIR``;
+``--compare DIR/base DIR/new`` compares kept trees again without building them.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ LEADING_HASH = re.compile(rb"^[0-9a-f]{64} ")
 # Console only: the elapsed time and rate of a run.
 CONSOLE_CLOCK = re.compile(rb"in \d+(?:\.\d+)? s \(\d+(?:\.\d+)? (?:cells|snapshots)/s\)")
 RUN_LOG_CLOCK = re.compile(rb'"started_utc":"[^"]*"')
+# `harness lock`'s summary names each source tree's file count, a field of the lock itself.
+LOCK_TREE_COUNT = re.compile(rb"^(  source  \S+ )\(\d+ files\)", re.MULTILINE)
 LEFT_OUT = frozenset({"writer.lock"})
 LOCK_TREE_FIELDS = frozenset({"digest", "files"})
 
@@ -133,22 +137,54 @@ def first_difference(where: str, a: bytes, b: bytes) -> str:
     return f"{where}: {len(lines_a)} lines in base, {len(lines_b)} in new"
 
 
-def align(where: str, a: bytes, b: bytes, mapping: Mapping) -> None:
+NUMBER = re.compile(rb"\d+")
+DIGEST_STRING = re.compile(r"(?:blake3:)?[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class LockSizes:
+    """The byte sizes of the base and the new study lock."""
+
+    base: int
+    new: int
+
+    def explains(self, x: bytes, y: bytes) -> bool:
+        """Whether byte counts ``x`` (base) and ``y`` (new) differ by one copy of the lock's
+        growth, as a count that includes the lock (a file size, a total) does."""
+        a, b = int(x), int(y)
+        return a != b and b - a == self.new - self.base and a >= self.base and b >= self.new
+
+
+def align(where: str, a: bytes, b: bytes, mapping: Mapping, sizes: LockSizes) -> int:
     """Require ``a`` and ``b`` equal outside their hex tokens and pair the tokens in order.
 
+    Between the tokens, a pair of differing numbers is allowed when it is a byte count holding
+    one copy of the lock (``sizes.explains``). Returns how many such numbers there were.
+
     Raises:
-        DiffError: naming the first differing line when the bytes between the tokens differ or a
-            token pair contradicts the mapping.
+        DiffError: naming the first differing line when anything else between the tokens
+            differs, or a token pair contradicts the mapping.
     """
     if a == b:
         for token in TOKEN.findall(a):
             mapping.add(token, token, where)
-        return
+        return 0
     parts_a, parts_b = TOKEN.split(a), TOKEN.split(b)
-    if parts_a != parts_b:
+    counts = 0
+    if len(parts_a) != len(parts_b):
         raise DiffError(first_difference(where, mapping.apply(a), b))
+    for x, y in zip(parts_a, parts_b, strict=True):
+        if x == y:
+            continue
+        if NUMBER.split(x) != NUMBER.split(y):
+            raise DiffError(first_difference(where, mapping.apply(a), b))
+        for p, q in zip(NUMBER.findall(x), NUMBER.findall(y), strict=True):
+            if p != q and not sizes.explains(p, q):
+                raise DiffError(first_difference(where, mapping.apply(a), b))
+            counts += p != q
     for x, y in zip(TOKEN.findall(a), TOKEN.findall(b), strict=True):
         mapping.add(x, y, where)
+    return counts
 
 
 def preimages(a: bytes, b: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -276,7 +312,8 @@ def _check_import(side: Side, python: Path) -> str:
 STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lock", ("-m", "harness", "lock")),
     ("lock-check", ("-m", "harness", "lock", "--check")),
-    ("tasks", ("-m", "harness", "tasks")),
+    ("tasks", ("-m", "harness", "tasks", "list", "--json")),
+    ("world-01", ("-m", "harness", "worlds", "show", "01", "--json")),
     ("v2-run", ("-m", "harness", "v2", "run", "--store", "../out/v2")),
     ("v2-verify", ("-m", "harness", "store", "verify", "../out/v2", "--json")),
     ("v2-audit", ("-m", "harness", "audit", "../out/v2", "--json")),
@@ -284,6 +321,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("v2-export", ("-m", "harness", "export", "../out/v2", "../out/v2-export")),
     ("static-run", ("-m", "harness", "static", "run", "--out", "../out/static")),
     ("static-verify", ("-m", "harness", "store", "verify", "../out/static", "--json")),
+    ("static-audit", ("-m", "harness", "audit", "../out/static", "--json")),
     ("static-report", ("-m", "harness", "static", "report", "../out/static")),
     ("static-export", ("-m", "harness", "static", "export", "--out", "../out/snapshots")),
     ("pin-benchmark", ("scripts/pin_benchmark.py", "../out/benchmark/regenerated.json")),
@@ -321,6 +359,10 @@ class Tally:
     normalised: int = 0
     lock_copies: int = 0
     left_out: int = 0
+    sizes: int = 0
+    lock_growth: int = 0
+    clocks: int = 0
+    changed: list[str] = field(default_factory=list)
 
 
 def _files(root: Path) -> dict[str, Path]:
@@ -369,10 +411,66 @@ def _new_path(rel: str, mapping: Mapping) -> str:
     return TOKEN.sub(lambda m: mapping.forward.get(m.group(0), m.group(0)), rel.encode()).decode()
 
 
-def _normalised(rel: str, data: bytes) -> bytes:
+def normalise(rel: str, a: bytes, b: bytes) -> tuple[bytes, bytes]:
+    """Blank what differs by design in a pair of files (see the module's docstring)."""
     if rel.endswith("run.log"):
-        return RUN_LOG_CLOCK.sub(b'"started_utc":"<clock>"', data)
-    return data
+        return RUN_LOG_CLOCK.sub(b'"started_utc":"<clock>"', a), RUN_LOG_CLOCK.sub(
+            b'"started_utc":"<clock>"', b
+        )
+    if rel == "console/lock.stdout":
+        return LOCK_TREE_COUNT.sub(rb"\1(<count> files)", a), LOCK_TREE_COUNT.sub(
+            rb"\1(<count> files)", b
+        )
+    return a, b
+
+
+def align_json(where: str, x: Any, y: Any, mapping: Mapping, sizes: LockSizes) -> int:
+    """``align`` over decoded JSON, for a listing sorted by lock-derived names.
+
+    Content-addressed names reorder what is sorted by them: a list of objects with a ``path``
+    (sorted in both trees) is paired by the base path under the mapping, a sorted list of digests
+    is compared as a set under the mapping; everything else is compared in place. Returns the
+    byte counts explained by the lock.
+
+    Raises:
+        DiffError: at the first value that differs, or a path found in one listing only.
+    """
+    if isinstance(x, dict) and isinstance(y, dict):
+        if x.keys() != y.keys():
+            raise DiffError(f"{where}: keys {sorted(x)} in base, {sorted(y)} in new")
+        return sum(align_json(f"{where}.{k}", x[k], y[k], mapping, sizes) for k in sorted(x))
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        paths_a: list[Any] = [e.get("path") if isinstance(e, dict) else None for e in x]
+        paths_b: list[Any] = [e.get("path") if isinstance(e, dict) else None for e in y]
+        listing = all(isinstance(p, str) for p in paths_a + paths_b)
+        if listing and paths_a == sorted(paths_a) and paths_b == sorted(paths_b):
+            by_path = {e["path"]: e for e in y}
+            pairs = []
+            for e in x:
+                other = _new_path(e["path"], mapping)
+                if other not in by_path:
+                    raise DiffError(f"{where}: {e['path']} listed in base only")
+                pairs.append((e, by_path.pop(other)))
+            return sum(align_json(f"{where}[{a['path']}]", a, b, mapping, sizes) for a, b in pairs)
+        tokens = all(isinstance(e, str) and DIGEST_STRING.fullmatch(e) for e in x + y)
+        if tokens and x == sorted(x) and y == sorted(y):
+            # A set of digests kept sorted: renamed members move; compare it as a set.
+            if sorted(mapping.apply(e.encode()).decode() for e in x) != y:
+                raise DiffError(f"{where}: the digest sets differ under the mapping")
+            return 0
+        return sum(
+            align_json(f"{where}[{i}]", a, b, mapping, sizes)
+            for i, (a, b) in enumerate(zip(x, y, strict=True))
+        )
+    ex, ey = json.dumps(x).encode(), json.dumps(y).encode()
+    try:
+        return align(where, ex, ey, mapping, sizes)
+    except DiffError as e:
+        if str(e).startswith(f"{where}, line"):  # the value differs, not a token pairing
+            raise DiffError(
+                f"{where}: {mapping.apply(ex).decode()} in base, {ey.decode()} in new"
+            ) from None
+        raise
 
 
 def compare_trees(base: Path, new: Path) -> tuple[Tally, dict[bytes, str], list[str]]:
@@ -386,11 +484,15 @@ def compare_trees(base: Path, new: Path) -> tuple[Tally, dict[bytes, str], list[
     lock_a = files_a["lock/study-lock.json"].read_bytes()
     lock_b = files_b["lock/study-lock.json"].read_bytes()
     roots, lock_notes = compare_locks(lock_a, lock_b)
-    tally, mapping = Tally(), Mapping()
+    tally, mapping, sizes = Tally(), Mapping(), LockSizes(len(lock_a), len(lock_b))
+    for a, why_root in roots.items():
+        mapping.add(a, _root_new(a, lock_a, lock_b, why_root), "the study locks")
+    _pair_renamed(files_a, files_b, mapping)
     pieces: list[tuple[str, bytes, bytes]] = []
     # Files whose names hold no token first: they establish the names of content-addressed ones.
     pending = sorted(files_a, key=lambda rel: (TOKEN.search(rel.encode()) is not None, rel))
     matched: set[str] = set()
+    deferred: dict[str, tuple[bytes, bytes, DiffError]] = {}
     for rel in pending:
         if rel.rsplit("/", 1)[-1] in LEFT_OUT:
             tally.left_out += 1
@@ -404,21 +506,98 @@ def compare_trees(base: Path, new: Path) -> tuple[Tally, dict[bytes, str], list[
         tally.files += 1
         tally.bytes_base += len(a)
         tally.bytes_new += len(b)
-        if a == lock_a and b == lock_b:
-            tally.lock_copies += 1
-            continue
-        a, b = _normalised(rel, a), _normalised(rel, b)
-        align(rel, a, b, mapping)
         if a == b:
             tally.identical += 1
+        elif a == lock_a and b == lock_b:
+            tally.lock_copies += 1
+            pieces.append((rel, a, b))
+            continue
         else:
             tally.normalised += 1
-            pieces.extend((rel, x, y) for x, y in preimages(a, b))
+        a, b = normalise(rel, a, b)
+        if a != b:
+            tally.changed.append(rel)
+        tally.clocks += rel.endswith("run.log")
+        pieces.extend((rel, x, y) for x, y in preimages(a, b) if x != y)
+        try:
+            tally.sizes += align(rel, a, b, mapping, sizes)
+        except DiffError as failure:
+            deferred[rel] = (a, b, failure)  # perhaps a listing ordered by names learnt later
+    for rel, (a, b, first) in deferred.items():
+        tally.sizes += _align_structured(rel, a, b, mapping, sizes, first)
     extra = sorted(set(files_b) - matched)
     if extra:
         raise DiffError(f"{extra[0]}: in new only ({len(extra)} such files)")
+    # Name a digest by the evidence it covers rather than by a console echo of the same bytes.
+    pieces.sort(key=lambda piece: piece[0].startswith("console/"))
+    tally.lock_growth = len(lock_b) - len(lock_a)
     why = justify(mapping.differing(), roots, pieces)
     return tally, why, lock_notes
+
+
+def _align_structured(
+    rel: str, a: bytes, b: bytes, mapping: Mapping, sizes: LockSizes, failure: DiffError
+) -> int:
+    """Align a file that failed byte alignment as JSON, or line by line as JSON lines."""
+    try:
+        return align_json(rel, json.loads(a), json.loads(b), mapping, sizes)
+    except ValueError:
+        pass
+    lines_a, lines_b = a.split(b"\n"), b.split(b"\n")
+    if len(lines_a) != len(lines_b):
+        raise failure
+    counts = 0
+    for number, (x, y) in enumerate(zip(lines_a, lines_b, strict=True), start=1):
+        where = f"{rel}, line {number}"
+        try:
+            counts += align(where, x, y, mapping, sizes)
+            continue
+        except DiffError:
+            if not (LEADING_HASH.match(x) and LEADING_HASH.match(y)):
+                raise failure from None
+        mapping.add(x[:64], y[:64], where)
+        try:
+            counts += align_json(where, json.loads(x[65:]), json.loads(y[65:]), mapping, sizes)
+        except ValueError:
+            raise DiffError(first_difference(where, mapping.apply(x), y)) from None
+    return counts
+
+
+def _root_new(a: bytes, lock_a: bytes, lock_b: bytes, why: str) -> bytes:
+    """The new token of root ``a`` (the lock's digest, or one of its source-tree digests)."""
+    if a == _hex(Domain.LOCK, lock_a):
+        return _hex(Domain.LOCK, lock_b)
+    trees_a, trees_b = json.loads(lock_a)["trees"], json.loads(lock_b)["trees"]
+    for ta, tb in zip(trees_a, trees_b, strict=True):
+        if ta["digest"].removeprefix("blake3:").encode() == a:
+            return str(tb["digest"]).removeprefix("blake3:").encode()
+    raise DiffError(f"no new counterpart of {why}")
+
+
+def _pair_renamed(files_a: dict[str, Path], files_b: dict[str, Path], mapping: Mapping) -> None:
+    """Pair content-addressed files (named by a digest) found in one tree only, by content.
+
+    A base file whose bytes, under the mapping so far, equal a new file's in the same folder is
+    its counterpart (the pair is re-derived from the bytes later, by ``justify``); repeated
+    until nothing more pairs, as a file may name another.
+    """
+    while True:
+        only_a = [r for r in files_a if r not in files_b and TOKEN.search(r.encode())]
+        only_b = [r for r in files_b if r not in files_a and TOKEN.search(r.encode())]
+        unpaired_b = {r for r in only_b if TOKEN.findall(r.encode())[-1] not in mapping.backward}
+        by_content = {(r.rsplit("/", 1)[0], files_b[r].read_bytes()): r for r in unpaired_b}
+        progress = False
+        for rel in only_a:
+            name = TOKEN.findall(rel.encode())[-1]
+            if name in mapping.forward:
+                continue
+            key = (rel.rsplit("/", 1)[0], mapping.apply(files_a[rel].read_bytes()))
+            other = by_content.get(key)
+            if other is not None:
+                mapping.add(name, TOKEN.findall(other.encode())[-1], f"{rel} (by content)")
+                progress = True
+        if not progress:
+            return
 
 
 # --- the command ---------------------------------------------------------------------------------
@@ -436,10 +615,27 @@ def _summary(why: dict[bytes, str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Build both revisions' outputs, compare them, print the figures; 0 only when identical."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("base", help="the revision before the change (e.g. main before a refactor)")
+    parser.add_argument(
+        "base", nargs="?", help="the revision before the change (e.g. main before a refactor)"
+    )
     parser.add_argument("new", nargs="?", default="HEAD", help="the revision after (default HEAD)")
     parser.add_argument("--keep", type=Path, help="copy both output trees here")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("BASE_DIR", "NEW_DIR"),
+        help="compare two output trees kept with --keep; build nothing (base and new unused)",
+    )
     args = parser.parse_args(argv)
+    if args.compare is not None:
+        try:
+            return _report(*compare_trees(*args.compare))
+        except DiffError as e:
+            print(f"DIFFERENT: {e}")
+            return 1
+    if args.base is None:
+        parser.error("give the base revision (or --compare BASE_DIR NEW_DIR)")
     repo = Path(__file__).resolve().parent.parent
     python = repo / ".venv" / "bin" / "python"
     if not python.is_file():
@@ -461,7 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep is not None:
             for side in sides:
                 shutil.copytree(side.out, args.keep / side.label, dirs_exist_ok=False)
-        tally, why, lock_notes = compare_trees(sides[0].out, sides[1].out)
+        found = compare_trees(sides[0].out, sides[1].out)
     except SetupError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -477,6 +673,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
+    return _report(*found)
+
+
+def _report(tally: Tally, why: dict[bytes, str], lock_notes: list[str]) -> int:
     print(
         f"compared {tally.files} files per tree ({tally.bytes_base} bytes base, "
         f"{tally.bytes_new} bytes new; {tally.left_out} left out per tree: writer.lock)"
@@ -489,8 +689,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  {tally.normalised} equal after mapping {len(why)} lock-derived digests, "
         "each re-derived:"
     )
+    print(f"    the files: {', '.join(tally.changed)}")
     for line in _summary(why):
         print(f"  {line}")
+    print(
+        f"  {tally.sizes} byte counts that hold the lock differ by its growth "
+        f"({tally.lock_growth:+d} bytes); {tally.clocks} run.log files with started_utc blanked"
+    )
     print("IDENTICAL after normalisation")
     return 0
 
