@@ -21,28 +21,37 @@ What differs by design, and how it is normalised:
 
 - The study lock digests the source tree (``harness/``, ``preflight/``), so a moved or edited
   module changes it. The two locks are compared as JSON: only each tree's file map and digest may
-  differ (reported as files added, removed and changed); every other field (prompts, configs,
-  schedule, sandbox profiles, benchmark manifest, generation config, environment) must be equal.
+  differ (reported as files changed, only in base, only in new, and moved unchanged); every other
+  field (prompts, configs, schedule, sandbox profiles, benchmark manifest, generation config,
+  environment) must be equal. Byte copies of the lock (in each store and bundle) count as it;
+  ``harness lock``'s summary line per tree has its file count blanked (a field of the lock).
 - Everything that binds the lock's digest differs with it: the genesis record, so every record
-  hash of the chain, HEAD, the journal and the manifest digest; the preflight report kept as a
-  blob, so its content address; the report files naming the lock, head or manifest, so the
-  report manifest's and the export bundle manifest's file digests. The comparison splits every
-  file into 64-hex-digit tokens and the bytes between them: the bytes between must be identical,
-  and the tokens must correspond one to one (a base token always maps to the same new token and
-  no two base tokens to one). Every pair of differing tokens must then be re-derived, not assumed:
-  either it is the two locks' digest (``study.lock.v1`` over the lock bytes) or one of their
-  source-tree digests, or it is the digest, under one of the project's domain tags, of a base file
-  or line (or the body after a line's leading hash) and of the corresponding new file or line,
-  which are themselves equal under the mapping. A token that differs for any other reason (a
-  changed request, response or decision digest) is a failure.
+  hash of the chain, HEAD and the manifest digest; the preflight report kept as a blob, so its
+  content address; the report files naming the lock, head or manifest, so the report manifest's
+  and the export bundle manifest's file digests. The comparison splits every file into
+  64-hex-digit tokens and the bytes between them: the bytes between must be identical, and the
+  tokens must correspond one to one (a base token always maps to the same new token and no two
+  base tokens to one). A content-addressed file found in one tree only is paired with the file
+  of the other tree whose bytes it equals under the correspondence. Every pair of differing
+  tokens is then re-derived, not assumed: it is the two locks' digest (``study.lock.v1`` over the
+  lock bytes) or one of their source-tree digests, or it is the digest, under one of the
+  project's domain tags, of a base file or line (or the body after a line's leading hash) and of
+  the corresponding new file or line. A token that differs for any other reason (a changed
+  request, response or decision digest) is a failure.
+- Renamed blobs move in what is sorted by their names: where a file does not align as bytes, it
+  is compared as JSON (or JSON lines after a leading hash), a listing of ``path`` objects paired
+  by the renamed path and a sorted list of digests compared as a set under the correspondence.
+- A byte count that holds the lock (a file's size in a listing, the audit's bytes scanned, an
+  export's total) may differ by exactly the lock's change in size, and by nothing else.
 - The files that are not evidence carry the wall clock or the process: ``run.log`` (its
   ``started_utc`` values are blanked) and ``writer.lock`` (the holder's pid and host; left out).
-- Console output is compared too, with only the elapsed-time clauses (``in 1.2 s (480.0
-  cells/s)``) blanked; stderr (the progress display) is kept but not compared.
+- Console output is compared too, with the side's temporary path and the elapsed-time clauses
+  (``in 1.2 s (480.0 cells/s)``) blanked; stderr (the progress display) is kept, not compared.
 
-Anything else that differs is a failure, printed as the first differing file and line. The output
-trees are kept with ``--keep DIR``;
-``--compare DIR/base DIR/new`` compares kept trees again without building them.
+Anything else that differs is a failure, printed as the first differing file and line (or JSON
+path), exit 1; a revision that cannot be checked out or a step that fails is exit 2. The output
+trees are kept with ``--keep DIR``; ``--compare DIR/base DIR/new`` compares kept trees again
+without building them.
 """
 
 from __future__ import annotations
