@@ -523,9 +523,8 @@ def compare_trees(base: Path, new: Path) -> tuple[Tally, dict[bytes, str], list[
             continue
         else:
             tally.normalised += 1
-        a, b = normalise(rel, a, b)
-        if a != b:
             tally.changed.append(rel)
+        a, b = normalise(rel, a, b)
         tally.clocks += rel.endswith("run.log")
         pieces.extend((rel, x, y) for x, y in preimages(a, b) if x != y)
         try:
