@@ -488,8 +488,12 @@ def compare_trees(base: Path, new: Path) -> tuple[Tally, dict[bytes, str], list[
     Raises:
         DiffError: at the first file that differs after normalisation, or a file in one tree
             only.
+        SetupError: when either directory is not an output tree of this script.
     """
     files_a, files_b = _files(base), _files(new)
+    for root, files in ((base, files_a), (new, files_b)):
+        if "lock/study-lock.json" not in files:
+            raise SetupError(f"{root} is not an output tree of this script (no lock/)")
     lock_a = files_a["lock/study-lock.json"].read_bytes()
     lock_b = files_b["lock/study-lock.json"].read_bytes()
     roots, lock_notes = compare_locks(lock_a, lock_b)
@@ -639,9 +643,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.compare is not None:
         try:
             return _report(*compare_trees(*args.compare))
+        except SetupError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         except DiffError as e:
             print(f"DIFFERENT: {e}")
             return 1
+    if args.keep is not None and args.keep.exists():
+        print(f"error: --keep {args.keep} exists; name a new directory", file=sys.stderr)
+        return 2
     if args.base is None:
         parser.error("give the base revision (or --compare BASE_DIR NEW_DIR)")
     repo = Path(__file__).resolve().parent.parent
