@@ -19,6 +19,14 @@ module's shared run is as hermetic as a test's own. A test that needs one sets i
 The full study: ``full_study`` runs the simulated V2 study (all 576 cells) once per session, for
 the few ``slow`` tests that prove what only the whole study can; they read it and never write.
 
+Preflight's sandbox probes: preflight proves the sandbox before every run by running each
+denial probe against real confined children (about 2.5 s). Within one test process, a backend
+whose probes all held once is not probed again by preflight: ``_preflight_probes_once`` keeps
+that real report, per backend description (backend, tier, policy digest, caps), and gives it to
+later preflights. A report that did not hold is never kept, so a weakened or broken sandbox is
+probed afresh every time; ``harness sandbox probe``, ``run_probes`` itself and the tests of the
+probes are never memoized, and ``real_preflight_probes`` turns the memo off for one test.
+
 Strategies shared by the property tests live here too (``json_values``); a test file imports
 them with ``from conftest import json_values``.
 """
@@ -62,6 +70,38 @@ def _no_ambient_credentials() -> Iterator[None]:
             if name.upper().startswith(_AMBIENT_PREFIXES):
                 patch.delenv(name)
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _preflight_probes_once() -> Iterator[None]:
+    import msgspec  # here: no harness import at collection
+
+    from harness.sandbox import ChildBackend, ProbeReport, run_probes
+    from preflight import _checks
+
+    held: dict[bytes, ProbeReport] = {}
+
+    def probes_once(backend: ChildBackend, *, store_dir: Path | None = None) -> ProbeReport:
+        key = msgspec.json.encode(backend.describe())
+        if key in held:
+            return held[key]
+        report = run_probes(backend, store_dir=store_dir)
+        if report.ok:
+            held[key] = report
+        return report
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_checks, "run_probes", probes_once)
+        yield
+
+
+@pytest.fixture
+def real_preflight_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Preflight runs every sandbox probe itself in this test (no memo)."""
+    from harness.sandbox import run_probes
+    from preflight import _checks
+
+    monkeypatch.setattr(_checks, "run_probes", run_probes)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def _failed(report: PreflightReport) -> dict[str, str]:
     return {c.name.value: c.detail for c in report.checks if not c.ok}
 
 
-def test_preflight_passes_on_an_intact_study(study: Study) -> None:
+def test_preflight_passes_on_an_intact_study(study: Study, real_preflight_probes: None) -> None:
     report = study.run()
     assert _failed(report) == {}
     assert report.ok
