@@ -286,11 +286,13 @@ class Staging:
         """Hand the ended attempts ``keys``, in that order, to ``journal``, then forget them.
 
         Raises:
-            AttemptStateError: a key is unknown or its attempt has not ended (nothing is
-                handed over).
+            AttemptStateError: a key is unknown, listed twice (it would be journaled twice) or
+                its attempt has not ended (nothing is handed over).
         """
         staged = []
-        for key in keys:
+        for position, key in enumerate(keys):
+            if key in keys[:position]:
+                raise AttemptStateError(f"staged attempt {key} is listed twice")
             entry = self._staged.get(key)
             if entry is None or entry.outcome is None:
                 raise AttemptStateError(f"staged attempt {key} is unknown or not ended")

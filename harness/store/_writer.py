@@ -669,7 +669,8 @@ class RunStore:
         """Journal the staged attempts ``keys`` in order (one fsync), then ``commit_cell``.
 
         Raises:
-            AttemptStateError: a key is unknown or its attempt has not ended.
+            AttemptStateError: a key is unknown or listed twice, or its attempt has not ended
+                (nothing is journaled).
             (and whatever ``commit_cell`` raises)
         """
         self._guard()

@@ -20,7 +20,7 @@ import pytest
 
 from harness.audit import audit_store
 from harness.canonical import canonical_bytes
-from harness.errors import DurabilityError, RecordInvalidError, TamperError
+from harness.errors import AttemptStateError, DurabilityError, RecordInvalidError, TamperError
 from harness.store import BeginEntry, FileOps, RunStore, read_store
 
 _LOCK = b"lock"
@@ -196,4 +196,21 @@ def test_staging_refuses_a_committed_row_or_another_cell(tmp_path: Path) -> None
         writer.stage_begin(_attempt("cell-0"), row=0)
     with pytest.raises(RecordInvalidError, match="is for cell 'cell-2'"):
         writer.stage_begin(_attempt("cell-2"), row=1)
+    writer.close()
+
+
+def test_a_key_listed_twice_or_unended_is_refused_before_anything_is_journaled(
+    tmp_path: Path,
+) -> None:
+    writer = RunStore.create(tmp_path / "store", _LOCK, _rows(2))
+    key = _stage(writer, 0)
+    open_key = _stage(writer, 0, 1, end=False)
+    with pytest.raises(AttemptStateError, match=f"staged attempt {key} is listed twice"):
+        writer.commit_staged(0, {"cell": 0}, [], [key, key])
+    with pytest.raises(AttemptStateError, match=f"staged attempt {open_key} is unknown or not"):
+        writer.commit_staged(0, {"cell": 0}, [], [key, open_key])
+    assert _begun(tmp_path / "store") == []  # nothing was journaled
+    writer.stage_end(open_key, _outcome("cell-0", 1))
+    writer.commit_staged(0, {"cell": 0}, [], [key, open_key])  # still whole: commits once
+    assert _begun(tmp_path / "store") == [_attempt("cell-0"), _attempt("cell-0", 1)]
     writer.close()
