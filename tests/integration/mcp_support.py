@@ -24,18 +24,25 @@ UPSTREAMS: Final = (
     Upstream(name="bench", argv=BENCH_ARGV),
     Upstream(name="toys", argv=TOYS_ARGV),
 )
+BENCH_ONLY: Final = UPSTREAMS[:1]
+TOYS_ONLY: Final = UPSTREAMS[1:]
+"""A test starts only the upstreams it calls (each is a Python process importing the SDK);
+the tests of naming and of one upstream dying beside a live one start both."""
 ERAS: Final = ("legacy", "auto")
 """The SDK's client modes: the initialize handshake (2025-11-25) and the 2026-07-28 envelope."""
 
 
 @asynccontextmanager
 async def running_proxy(
-    contract: dict[str, Any], tmp: Path, **options: Any
+    contract: dict[str, Any],
+    tmp: Path,
+    upstreams: tuple[Upstream, ...] = UPSTREAMS,
+    **options: Any,
 ) -> AsyncIterator[Proxy]:
-    """A proxy in process over both upstreams (each a real stdio subprocess)."""
+    """A proxy in process over ``upstreams`` (each a real stdio subprocess; default both)."""
     gate = load_contract(json.dumps(contract).encode())
     with open(tmp / "upstream-stderr.txt", "w") as errlog:  # noqa: ASYNC230 - opened once
-        async with Proxy(gate, UPSTREAMS, tmp / "runs", errlog=errlog, **options) as proxy:
+        async with Proxy(gate, upstreams, tmp / "runs", errlog=errlog, **options) as proxy:
             yield proxy
 
 

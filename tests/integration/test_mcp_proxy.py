@@ -18,7 +18,15 @@ import msgspec
 import pytest
 from gate_support import CallAction, Script, Seen, task_by_id
 from mcp import Client
-from mcp_support import ERAS, first_text, last_text, receipt_ids, running_proxy
+from mcp_support import (
+    BENCH_ONLY,
+    ERAS,
+    TOYS_ONLY,
+    first_text,
+    last_text,
+    receipt_ids,
+    running_proxy,
+)
 from mcp_toys import TOOLS, toys_contract
 
 from harness.gate import GateRecord, reverify
@@ -88,7 +96,7 @@ def test_a_scripted_agent_is_refused_three_ways_then_certified(tmp_path: Path, m
     async def body() -> list[tuple[bool, str]]:
         out: list[tuple[bool, str]] = []
         async with (
-            running_proxy(toys_contract(), tmp_path) as proxy,
+            running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode=mode) as client,
         ):
             ids = []
@@ -159,7 +167,7 @@ def test_a_scripted_agent_is_refused_three_ways_then_certified(tmp_path: Path, m
 def test_an_upstream_error_result_is_a_receipt_no_claim_may_use(tmp_path: Path) -> None:
     async def body() -> tuple[Any, Any]:
         async with (
-            running_proxy(toys_contract(), tmp_path) as proxy,
+            running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode="legacy") as client,
         ):
             failed = await client.call_tool("site_visits", {"site": "site-a", "fail": True})
@@ -189,7 +197,7 @@ def test_progress_is_relayed(tmp_path: Path, mode: str) -> None:
 
     async def body() -> None:
         async with (
-            running_proxy(toys_contract(), tmp_path) as proxy,
+            running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode=mode) as client,
         ):
             result = await client.call_tool("slow", {}, progress_callback=progress)
@@ -207,7 +215,7 @@ def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(
 
     async def body() -> None:
         async with (
-            running_proxy(toys_contract(), tmp_path) as proxy,
+            running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode=mode) as client,
         ):
             with anyio.move_on_after(1.0) as scope:
@@ -229,7 +237,7 @@ def test_a_cancelled_call_reaches_the_upstream_and_leaves_no_receipt(
 def test_a_20_mb_result_is_forwarded_whole(tmp_path: Path) -> None:
     async def body() -> Any:
         async with (
-            running_proxy(toys_contract(), tmp_path) as proxy,
+            running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode="legacy") as client,
         ):
             return await client.call_tool("big", {"mb": 20})
@@ -243,7 +251,9 @@ def test_a_20_mb_result_is_forwarded_whole(tmp_path: Path) -> None:
 def test_an_oversized_result_is_an_error_and_no_receipt(tmp_path: Path) -> None:
     async def body() -> Any:
         async with (
-            running_proxy(toys_contract(), tmp_path, max_result_bytes=1024 * 1024) as proxy,
+            running_proxy(
+                toys_contract(), tmp_path, TOYS_ONLY, max_result_bytes=1024 * 1024
+            ) as proxy,
             Client(proxy.server, mode="legacy") as client,
         ):
             return await client.call_tool("big", {"mb": 2})
@@ -288,7 +298,7 @@ def test_a_protocol_error_a_timeout_and_a_dead_upstream_are_error_results(
 
 def test_each_in_memory_connection_is_its_own_run(tmp_path: Path) -> None:
     async def body() -> None:
-        async with running_proxy(toys_contract(), tmp_path) as proxy:
+        async with running_proxy(toys_contract(), tmp_path, TOYS_ONLY) as proxy:
             for _ in range(2):
                 async with Client(proxy.server, mode="legacy") as client:
                     result = await client.call_tool("site_visits", {"site": "site-a"})
@@ -310,7 +320,7 @@ def test_the_benchmark_tools_through_the_proxy_certify_an_honest_run(
 
     async def body() -> Any:
         async with (
-            running_proxy(benchmark_contract(task), tmp_path) as proxy,
+            running_proxy(benchmark_contract(task), tmp_path, BENCH_ONLY) as proxy,
             Client(proxy.server, mode="auto") as client,
         ):
             seen: list[Seen] = []
@@ -376,7 +386,7 @@ def test_an_upstream_over_http_on_loopback_is_gated_like_one_over_stdio(tmp_path
 def test_the_refusal_budget_ends_in_a_stuck_result_that_is_not_an_error(tmp_path: Path) -> None:
     async def body() -> list[Any]:
         async with (
-            running_proxy(toys_contract(max_refusals=2), tmp_path) as proxy,
+            running_proxy(toys_contract(max_refusals=2), tmp_path, TOYS_ONLY) as proxy,
             Client(proxy.server, mode="legacy") as client,
         ):
             return [
