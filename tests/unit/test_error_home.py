@@ -5,6 +5,7 @@ command exits with a literal code of its own (``sys.exit(3)``) outside that list
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -22,13 +23,14 @@ def _justified() -> set[str]:
     return set(re.findall(r"`((?:harness|preflight)/[\w/]+\.py:\w+(?:\(\d+\))?)`", section))
 
 
-def _sources() -> list[tuple[str, ast.Module]]:
+@functools.cache  # parsed once for the module's tests, which only read the trees
+def _sources() -> tuple[tuple[str, ast.Module], ...]:
     found = []
     for top in ("harness", "preflight"):
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             found.append((rel, ast.parse(path.read_text(encoding="utf-8"))))
-    return found
+    return tuple(found)
 
 
 def _base_name(node: ast.expr) -> str:

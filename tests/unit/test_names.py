@@ -11,7 +11,9 @@ fails here and a resolved one must leave the list.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -71,7 +73,8 @@ def _public_definitions(tree: ast.Module) -> list[str]:
     ]
 
 
-def definitions() -> dict[str, list[str]]:
+@functools.cache  # scanned once for the module's tests, which only read it
+def definitions() -> Mapping[str, tuple[str, ...]]:
     """Public name -> the modules defining it, over every module of the packages."""
     found: dict[str, list[str]] = defaultdict(list)
     for package in PACKAGES:
@@ -81,12 +84,12 @@ def definitions() -> dict[str, list[str]]:
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for name in _public_definitions(tree):
                 found[name].append(module)
-    return dict(found)
+    return {name: tuple(modules) for name, modules in found.items()}
 
 
-def collisions(found: dict[str, list[str]]) -> dict[str, list[str]]:
+def collisions(found: Mapping[str, Sequence[str]]) -> dict[str, Sequence[str]]:
     """Names defined in more than one module that are not a listed parallel."""
-    bad: dict[str, list[str]] = {}
+    bad: dict[str, Sequence[str]] = {}
     for name, modules in sorted(found.items()):
         if len(modules) < 2:
             continue
@@ -121,7 +124,7 @@ def test_the_names_once_doubled_have_one_home() -> None:
         "KeyedStream": "harness.streams",
     }
     for name, home in once.items():
-        assert found.get(name) == [home], (name, found.get(name))
+        assert found.get(name) == (home,), (name, found.get(name))
     assert "Manifest" not in found
     assert "Tally" not in found
     assert "analyse" not in found
