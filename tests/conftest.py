@@ -20,12 +20,14 @@ The full study: ``full_study`` runs the simulated V2 study (all 576 cells) once 
 the few ``slow`` tests that prove what only the whole study can; they read it and never write.
 
 Preflight's sandbox probes: preflight proves the sandbox before every run by running each
-denial probe against real confined children (about 2.5 s). Within one test process, a backend
+denial probe against real confined children (about 2.5 s). Within one test process, a sandbox
 whose probes all held once is not probed again by preflight: ``_preflight_probes_once`` keeps
-that real report, per backend description (backend, tier, policy digest, caps), and gives it to
-later preflights. A report that did not hold is never kept, so a weakened or broken sandbox is
-probed afresh every time; ``harness sandbox probe``, ``run_probes`` itself and the tests of the
-probes are never memoized, and ``real_preflight_probes`` turns the memo off for one test.
+that real report and gives it to a later preflight whose probes would run with the same inputs:
+the backend's description (backend, tier, policy digest, caps), the store directory probed,
+the child's environment allowlist and the probe child's source. A report that did not hold is
+never kept. A test that weakens the sandbox in any other way in process takes
+``real_preflight_probes``, which turns the memo off. ``harness sandbox probe``, ``run_probes``
+itself and the tests of the probes are never memoized.
 
 Strategies shared by the property tests live here too (``json_values``); a test file imports
 them with ``from conftest import json_values``.
@@ -76,13 +78,19 @@ def _no_ambient_credentials() -> Iterator[None]:
 def _preflight_probes_once() -> Iterator[None]:
     import msgspec  # here: no harness import at collection
 
-    from harness.sandbox import ChildBackend, ProbeReport, run_probes
+    from harness.sandbox import ChildBackend, ProbeReport, _probes, _runner, run_probes
     from preflight import _checks
 
     held: dict[bytes, ProbeReport] = {}
 
     def probes_once(backend: ChildBackend, *, store_dir: Path | None = None) -> ProbeReport:
-        key = msgspec.json.encode(backend.describe())
+        inputs = (
+            backend.describe(),
+            None if store_dir is None else str(store_dir),
+            _runner.CHILD_ENV_ALLOWLIST,
+            _probes._PROBE_CHILD.read_text(encoding="utf-8"),
+        )
+        key = msgspec.json.encode(inputs)
         if key in held:
             return held[key]
         report = run_probes(backend, store_dir=store_dir)

@@ -24,7 +24,7 @@ from harness.canonical import canonical_bytes
 from harness.errors import PreflightFailedError, SandboxUnavailableError
 from harness.lock import DEFAULT_LOCK_PATH, FileRole, project_root, write_lock
 from harness.providers import GenerationConfig, default_generation_config
-from harness.sandbox import ChildBackend, open_backend
+from harness.sandbox import ChildBackend, _runner, open_backend
 from harness.store import RunStore, read_blob, verify_store
 from preflight import (
     CheckName,
@@ -373,3 +373,15 @@ def test_preflight_report_is_kept_in_the_store(study: Study) -> None:
     assert decode_report(read_blob(study.store, blob)) == report
     assert decode_report(b'{"not": "a report"}') is None
     assert decode_report(b"\xff") is None
+
+
+def test_a_kept_probe_report_never_hides_a_child_environment_that_leaks(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The suite keeps a passing probe report per test process (tests/conftest.py); a sandbox
+    # whose child environment lets a credential through must still be probed and fail.
+    assert _failed(study.run()) == {}
+    monkeypatch.setattr(_runner, "CHILD_ENV_ALLOWLIST", ("GEMINI_API_KEY",))
+    failed = _failed(study.run())
+    assert list(failed) == ["sandbox"]
+    assert "denial probes not denied: credential_env allowed" in failed["sandbox"]
